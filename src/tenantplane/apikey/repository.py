@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import delete, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import joinedload
+
+from tenantplane.apikey.models import ApiKey
+
+
+class ApiKeyRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    @classmethod
+    def from_session(cls, session: AsyncSession) -> ApiKeyRepository:
+        return cls(session)
+
+    async def find_by_hash(self, key_hash: bytes) -> ApiKey | None:
+        statement = select(ApiKey).where(ApiKey.key_hash == key_hash).options(
+            joinedload(ApiKey.tenant)
+        )
+        return (await self.session.execute(statement)).scalar_one_or_none()
+
+    async def list(self, tenant_id: int) -> Sequence[ApiKey]:
+        statement = (
+            select(ApiKey)
+            .where(ApiKey.tenant_id == tenant_id)
+            .order_by(ApiKey.created_at, ApiKey.id)
+        )
+        return (await self.session.execute(statement)).scalars().all()
+
+    async def get(self, tenant_id: int, key_id: str) -> ApiKey | None:
+        statement = select(ApiKey).where(ApiKey.tenant_id == tenant_id, ApiKey.id == key_id)
+        return (await self.session.execute(statement)).scalar_one_or_none()
+
+    def add(self, key: ApiKey) -> None:
+        self.session.add(key)
+
+    async def delete(self, tenant_id: int, key_id: str) -> bool:
+        statement = delete(ApiKey).where(ApiKey.tenant_id == tenant_id, ApiKey.id == key_id)
+        result = await self.session.execute(statement)
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    async def touch(self, key_id: str, now: datetime, stale_before: datetime) -> None:
+        """Record use, at most once per resolution window (no write on most requests)."""
+        statement = (
+            update(ApiKey)
+            .where(
+                ApiKey.id == key_id,
+                or_(ApiKey.last_used_at.is_(None), ApiKey.last_used_at < stale_before),
+            )
+            .values(last_used_at=now)
+            .execution_options(synchronize_session=False)
+        )
+        await self.session.execute(statement)

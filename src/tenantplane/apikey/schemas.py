@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from pydantic import AwareDatetime, Field
+
+from tenantplane.apikey.models import ApiKey
+from tenantplane.http.schemas import InputModel, OutputModel
+from tenantplane.member.models import Role
+
+
+class ApiKeyCreate(InputModel):
+    display_name: Annotated[str, Field(min_length=1, max_length=200)]
+    role: Role
+    expires_at: AwareDatetime | None = None
+
+
+class ApiKeyRead(OutputModel):
+    id: str
+    display_name: str
+    role: Role
+    expires_at: datetime | None = None
+    created_at: datetime
+    created_by: str
+    last_used_at: datetime | None = None
+
+    @classmethod
+    def of(cls, key: ApiKey) -> ApiKeyRead:
+        return cls(
+            id=key.id,
+            display_name=key.display_name,
+            role=key.role,
+            expires_at=key.expires_at,
+            created_at=key.created_at,
+            created_by=key.created_by,
+            last_used_at=key.last_used_at,
+        )
+
+
+class ApiKeyCreated(OutputModel):
+    id: str
+    display_name: str
+    role: Role
+    expires_at: datetime | None = None
+    created_at: datetime
+    created_by: str
+    key: str

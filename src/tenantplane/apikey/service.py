@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tenantplane.apikey.models import ApiKey
+from tenantplane.apikey.repository import ApiKeyRepository
+from tenantplane.apikey.tokens import hash_key, is_key_id, new_key_id, new_raw_key
+from tenantplane.http.errors import NotFound, ValidationFailed
+from tenantplane.member.models import Role
+
+
+@dataclass(frozen=True)
+class IssuedKey:
+    key: ApiKey
+    raw_key: str
+
+
+async def issue(
+    session: AsyncSession,
+    *,
+    secret: bytes,
+    tenant_id: int,
+    display_name: str,
+    role: Role,
+    created_by: str,
+    expires_at: datetime | None = None,
+) -> IssuedKey:
+    if expires_at is not None and expires_at <= datetime.now(UTC):
+        raise ValidationFailed("expiresAt must be in the future", field="expiresAt")
+    raw_key = new_raw_key()
+    key = ApiKey(
+        id=new_key_id(),
+        tenant_id=tenant_id,
+        display_name=display_name,
+        role=role,
+        key_hash=hash_key(secret, raw_key),
+        expires_at=expires_at,
+        created_at=datetime.now(UTC),
+        created_by=created_by,
+    )
+    ApiKeyRepository.from_session(session).add(key)
+    await session.flush()
+    return IssuedKey(key, raw_key)
+
+
+async def list_keys(session: AsyncSession, tenant_id: int) -> Sequence[ApiKey]:
+    return await ApiKeyRepository.from_session(session).list(tenant_id)
+
+
+def check_key_id(key_id: str) -> str:
+    if not is_key_id(key_id):
+        raise ValidationFailed("invalid API key id: expected ak-…", field="id", code="INVALID_ID")
+    return key_id
+
+
+async def get(session: AsyncSession, tenant_id: int, key_id: str) -> ApiKey:
+    key = await ApiKeyRepository.from_session(session).get(tenant_id, check_key_id(key_id))
+    if key is None:
+        raise NotFound("API key")
+    return key
+
+
+async def revoke(session: AsyncSession, tenant_id: int, key_id: str) -> None:
+    if not await ApiKeyRepository.from_session(session).delete(tenant_id, check_key_id(key_id)):
+        raise NotFound("API key")

@@ -1,0 +1,51 @@
+"""Raw API keys and their keyed hashes."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import string
+
+KEY_PREFIX = "svc_"
+ID_PREFIX = "ak-"
+_BASE62 = string.digits + string.ascii_letters
+_KEY_BYTES = 32  # 256 bits of randomness
+_KEY_DIGITS = 43  # ceil(256 / log2(62)): every 256-bit value fits
+_ID_DIGITS = 20
+
+
+def _base62(number: int, width: int) -> str:
+    digits = []
+    for _ in range(width):
+        number, remainder = divmod(number, 62)
+        digits.append(_BASE62[remainder])
+    return "".join(reversed(digits))
+
+
+def new_raw_key() -> str:
+    return KEY_PREFIX + _base62(int.from_bytes(secrets.token_bytes(_KEY_BYTES), "big"), _KEY_DIGITS)
+
+
+def new_key_id() -> str:
+    return ID_PREFIX + "".join(secrets.choice(_BASE62) for _ in range(_ID_DIGITS))
+
+
+def looks_like_key(token: str) -> bool:
+    body = token.removeprefix(KEY_PREFIX)
+    return (
+        token.startswith(KEY_PREFIX)
+        and len(body) == _KEY_DIGITS
+        and all(c in _BASE62 for c in body)
+    )
+
+
+def is_key_id(value: str) -> bool:
+    body = value.removeprefix(ID_PREFIX)
+    return value.startswith(ID_PREFIX) and len(body) == _ID_DIGITS and all(
+        c in _BASE62 for c in body
+    )
+
+
+def hash_key(secret: bytes, raw_key: str) -> bytes:
+    return hmac.new(secret, raw_key.encode(), hashlib.sha256).digest()

@@ -1,0 +1,73 @@
+"""create_app(): routers, middleware, error handlers and the lifespan."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import APIRouter, FastAPI
+from prometheus_client import CollectorRegistry
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
+
+from tenantplane import ops
+from tenantplane.apikey.routes import router as apikey_router
+from tenantplane.config import Settings
+from tenantplane.db.engine import Database
+from tenantplane.http.body_limit import RequestBodyMiddleware
+from tenantplane.http.errors import install_error_handlers
+from tenantplane.http.observability import HttpMetrics, ObservabilityMiddleware
+from tenantplane.http.ratelimit import RateLimiter, RateLimitMiddleware
+from tenantplane.http.request_id import RequestIdMiddleware
+from tenantplane.logging import configure_logging
+from tenantplane.tenant.routes import router as tenant_router
+
+API_PREFIX = "/api/v1"
+FEATURE_ROUTERS = (tenant_router, apikey_router)
+
+
+def api_router() -> APIRouter:
+    router = APIRouter(prefix=API_PREFIX)
+    for feature in FEATURE_ROUTERS:
+        router.include_router(feature)
+    return router
+
+
+def create_app(settings: Settings | None = None, *, rate_limit_prefix: str = "tenantplane") -> FastAPI:
+    settings = settings or Settings()
+    configure_logging(settings.log_level, settings.log_json)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        database = Database.connect(settings.database_url)
+        app.state.database = database
+        try:
+            yield
+        finally:
+            await database.dispose()
+
+    app = FastAPI(
+        title="tenantplane",
+        version="1.0.0",
+        lifespan=lifespan,
+        # Bodies are JSON whatever the client declares (curl -d sends no JSON type).
+        strict_content_type=False,
+    )
+    app.state.settings = settings
+    app.state.api_key_secret = settings.api_key_secret()
+    app.state.token_verifier = None
+    app.state.metrics_registry = CollectorRegistry()
+    app.state.rate_limiter = RateLimiter(settings, rate_limit_prefix)
+
+    install_error_handlers(app)
+    app.include_router(ops.router)
+    app.include_router(api_router())
+
+    # Added innermost first: request ids wrap everything, proxies are resolved before the
+    # rate limiter reads the client address.
+    app.add_middleware(RateLimitMiddleware, limiter=app.state.rate_limiter,
+                       prefixes=(API_PREFIX + "/",))
+    app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.trusted_proxies)
+    app.add_middleware(RequestBodyMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(ObservabilityMiddleware, metrics=HttpMetrics(app.state.metrics_registry))
+    app.add_middleware(RequestIdMiddleware)
+    return app

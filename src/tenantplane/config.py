@@ -1,0 +1,98 @@
+"""Settings: environment variables with the prefix TENANTPLANE_ (and an optional .env)."""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./var/tenantplane.db"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="TENANTPLANE_", env_file=".env", extra="ignore", frozen=True
+    )
+
+    database_url: str = DEFAULT_DATABASE_URL
+    redis_url: str | None = None
+    # Keys the API-key hash; generated into var/secret.key on first use when unset.
+    secret_key: SecretStr | None = None
+    secret_key_file: Path = Path("var/secret.key")
+
+    rate_limit: str = "1200/minute"
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # Authentication failures from one IP tolerated before backoff starts.
+    auth_failure_threshold: int = 5
+    auth_backoff_base_seconds: int = 1
+    auth_backoff_max_seconds: int = 900
+    # A failure counter lapses this long after it started (quiet period).
+    auth_failure_window_seconds: int = 600
+
+    max_body_bytes: int = 1024 * 1024
+    api_key_last_used_resolution_seconds: int = 60
+
+    oidc_issuer: str | None = None
+    oidc_audience: str | None = None
+
+    orchestrator: Literal["simulator"] = "simulator"
+    simulator_step_seconds: float = 3.0
+    run_reconcilers: bool = True
+
+    alerting_backend: Literal["database", "mimir", "alertmanager", "disabled"] = "database"
+    billing_provider: Literal["none", "paddle"] = "none"
+    paddle_api_url: str | None = None
+    paddle_api_key: SecretStr | None = None
+    paddle_webhook_secret: SecretStr | None = None
+    vault_addr: str | None = None
+    vault_token: SecretStr | None = None
+
+    log_level: str = "INFO"
+    log_json: bool = True
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _split_proxies(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _check_proxies(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            ipaddress.ip_network(entry, strict=False)
+        return value
+
+    @field_validator("rate_limit")
+    @classmethod
+    def _check_rate_limit(cls, value: str) -> str:
+        from limits import parse
+
+        parse(value)
+        return value
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+    def api_key_secret(self) -> bytes:
+        """The key of the API-key hash: configured, or generated once and kept on disk."""
+        if self.secret_key is not None:
+            return self.secret_key.get_secret_value().encode()
+        path = self.secret_key_file
+        if not path.exists():
+            import secrets
+
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # O_EXCL: two processes starting at once must not overwrite each other's key.
+            try:
+                with path.open("x", encoding="utf-8") as handle:
+                    handle.write(secrets.token_urlsafe(48))
+                path.chmod(0o600)
+            except FileExistsError:
+                pass
+        return path.read_text(encoding="utf-8").strip().encode()

@@ -1,0 +1,33 @@
+"""The request-scoped session: committed when the route succeeds, rolled back otherwise."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import Depends, Request
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tenantplane.db.engine import Database
+
+
+def get_database(request: Request) -> Database:
+    database: Database = request.app.state.database
+    return database
+
+
+async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
+    async with get_database(request).sessionmaker() as session:
+        try:
+            yield session
+        except BaseException:
+            await session.rollback()
+            raise
+        else:
+            await session.commit()
+
+
+# scope="function": the commit happens before the response is sent, so a failed commit is
+# answered as an error and never acknowledged as a success.
+SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
+DatabaseDep = Annotated[Database, Depends(get_database)]

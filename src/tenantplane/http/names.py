@@ -1,0 +1,46 @@
+"""Name and identifier rules shared by path parameters and bodies."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from fastapi import Path
+from pydantic import AfterValidator
+
+from tenantplane.http.errors import ValidationFailed
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def is_dns_label(value: str, *, min_length: int = 1) -> bool:
+    """RFC 1123 label: lower-case alphanumerics and '-', alphanumeric at both ends."""
+    return min_length <= len(value) <= 63 and bool(_DNS_LABEL.match(value))
+
+
+def is_dns_subdomain(value: str) -> bool:
+    return 1 <= len(value) <= 253 and bool(_DNS_SUBDOMAIN.match(value))
+
+
+def check_resource_name(value: str) -> str:
+    if not is_dns_label(value, min_length=2):
+        raise ValueError(
+            "must be DNS-safe: 2-63 lower-case letters, digits or '-', "
+            "starting and ending with a letter or digit"
+        )
+    return value
+
+
+ResourceName = Annotated[str, AfterValidator(check_resource_name)]
+
+
+def path_name(value: str, *, what: str, field: str = "name") -> str:
+    """Validate a name taken from the path (400 with the envelope when invalid)."""
+    if not is_dns_label(value, min_length=2):
+        raise ValidationFailed(f"invalid {what} name: must be DNS-safe, 2-63 characters",
+                               field=field, code="INVALID_NAME")
+    return value
+
+
+TenantPath = Annotated[str, Path(description="Tenant name")]

@@ -1,0 +1,71 @@
+"""Prometheus metrics and one structured access-log line per request."""
+
+from __future__ import annotations
+
+import time
+
+import structlog
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+access_log = structlog.get_logger("tenantplane.access")
+
+
+class HttpMetrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.requests = Counter(
+            "tenantplane_http_requests_total",
+            "HTTP requests by route template, method and status.",
+            ["route", "method", "status"],
+            registry=registry,
+        )
+        self.latency = Histogram(
+            "tenantplane_http_request_duration_seconds",
+            "HTTP request latency by route template and method.",
+            ["route", "method"],
+            registry=registry,
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+        )
+
+
+def _route_template(scope: Scope) -> str:
+    route = scope.get("route")
+    # Unmatched paths share one label: raw paths would let any client grow the series.
+    return str(getattr(route, "path", "<unmatched>"))
+
+
+class ObservabilityMiddleware:
+    def __init__(self, app: ASGIApp, metrics: HttpMetrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def observe(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, observe)
+        finally:
+            elapsed = time.perf_counter() - started
+            route, method = _route_template(scope), scope["method"]
+            self.metrics.requests.labels(route, method, str(status)).inc()
+            self.metrics.latency.labels(route, method).observe(elapsed)
+            client = scope.get("client")
+            access_log.info(
+                "request",
+                method=method,
+                path=scope["path"],
+                route=route,
+                status=status,
+                duration_ms=round(elapsed * 1000, 2),
+                client=client[0] if client else None,
+            )

@@ -1,0 +1,23 @@
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+
+from tenantplane.db.session import SessionDep
+from tenantplane.http.auth import TenantAdmin, TenantMember
+from tenantplane.http.etag import set_etag
+from tenantplane.tenant import service
+from tenantplane.tenant.schemas import TenantRead, TenantUpdate
+
+router = APIRouter(prefix="/tenants/{tenant}", tags=["tenant"])
+
+
+@router.get("", response_model=TenantRead)
+async def get_tenant(principal: TenantMember, session: SessionDep, response: Response) -> TenantRead:
+    tenant = await service.get(session, principal.tenant_id)
+    set_etag(response, tenant.resource_version)
+    return TenantRead.of(tenant)
+
+
+@router.patch("", response_model=TenantRead)
+async def patch_tenant(principal: TenantAdmin, update: TenantUpdate) -> TenantRead:
+    service.reject_tenant_update(update)

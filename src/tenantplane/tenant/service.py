@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NoReturn
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tenantplane.http.errors import Conflict, Forbidden, NotFound, ValidationFailed
+from tenantplane.http.names import is_dns_label
+from tenantplane.member.models import Member, Role
+from tenantplane.tenant.models import Plan, Tenant
+from tenantplane.tenant.repository import TenantRepository
+from tenantplane.tenant.schemas import TenantUpdate
+
+
+async def get(session: AsyncSession, tenant_id: int) -> Tenant:
+    tenant = await TenantRepository.from_session(session).get(tenant_id)
+    if tenant is None:
+        raise NotFound("tenant")
+    return tenant
+
+
+def reject_tenant_update(update: TenantUpdate) -> NoReturn:
+    """Tenants cannot change their platform-managed fields, and there is nothing else."""
+    for name in sorted(update.model_fields_set):
+        alias = TenantUpdate.model_fields[name].alias or name
+        raise Forbidden(
+            f"{alias} is platform-managed and cannot be changed through the API",
+            code="PLATFORM_MANAGED_FIELD",
+            field=alias,
+        )
+    raise ValidationFailed(
+        "the request names no updatable field", field=None, code="NO_UPDATABLE_FIELDS"
+    )
+
+
+async def create(
+    session: AsyncSession, name: str, plan: Plan, admin_email: str | None
+) -> Tenant:
+    if not is_dns_label(name, min_length=2):
+        raise ValidationFailed("tenant name must be DNS-safe, 2-63 characters", field="name")
+    repository = TenantRepository.from_session(session)
+    if await repository.get_by_name(name) is not None:
+        raise Conflict(f"tenant {name} already exists")
+    tenant = Tenant(name=name, plan=plan)
+    repository.add(tenant)
+    try:
+        await session.flush()
+    except IntegrityError as exc:
+        raise Conflict(f"tenant {name} already exists") from exc
+    if admin_email:
+        session.add(Member(tenant_id=tenant.id, email=admin_email.lower(), role=Role.admin))
+        await session.flush()
+    return tenant
+
+
+async def update_platform_fields(
+    session: AsyncSession,
+    name: str,
+    plan: Plan | None,
+    enforce_metrics_limit: bool | None,
+    enforce_log_limit: bool | None,
+) -> Tenant:
+    tenant = await TenantRepository.from_session(session).get_by_name(name)
+    if tenant is None:
+        raise NotFound(f"tenant {name}")
+    if plan is not None:
+        tenant.plan = plan
+    if enforce_metrics_limit is not None:
+        tenant.enforce_metrics_limit = enforce_metrics_limit
+    if enforce_log_limit is not None:
+        tenant.enforce_log_limit = enforce_log_limit
+    await session.flush()
+    return tenant
+
+
+async def list_all(session: AsyncSession) -> Sequence[Tenant]:
+    return await TenantRepository.from_session(session).list()

@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from sqlalchemy import delete
+
+from tenantplane.config import Settings
+from tenantplane.db.engine import Database
+from tenantplane.db.migrate import upgrade
+from tenantplane.db.models import Base
+from tests.backends import postgres_database, sqlite_database
+from tests.factories import Factory
+from tests.http_client import running_app, api_client
+
+BACKENDS = ["sqlite", "postgresql"]
+TEST_SECRET = "test-secret-key-for-api-key-hashes"
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def database_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+                 ) -> Iterator[str]:
+    """One migrated database per backend for the whole run (the matrix parameter)."""
+    backend = request.param
+    context = (
+        sqlite_database(tmp_path_factory.mktemp("sqlite"))
+        if backend == "sqlite"
+        else postgres_database()
+    )
+    with context as url:
+        upgrade(url)
+        yield url
+
+
+@pytest.fixture(scope="session")
+async def session_database(database_url: str) -> AsyncIterator[Database]:
+    database = Database.connect(database_url)
+    yield database
+    await database.dispose()
+
+
+@pytest.fixture
+async def database(session_database: Database) -> AsyncIterator[Database]:
+    """The run's database, emptied after each test so that tests stay independent."""
+    yield session_database
+    async with session_database.transaction() as session:
+        for table in reversed(Base.metadata.sorted_tables):
+            await session.execute(delete(table))
+
+
+def make_settings(database_url: str, tmp_path: Path, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "database_url": database_url,
+        "secret_key": TEST_SECRET,
+        "rate_limit": "100000/minute",
+        "log_json": True,
+        "simulator_step_seconds": 0.05,
+        "secret_key_file": tmp_path / "secret.key",
+    }
+    values.update(overrides)
+    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+
+
+@pytest.fixture
+def settings(database: Database, database_url: str, tmp_path: Path) -> Settings:
+    return make_settings(database_url, tmp_path)
+
+
+@pytest.fixture
+async def app(settings: Settings) -> AsyncIterator[FastAPI]:
+    async with running_app(settings) as application:
+        yield application
+
+
+@pytest.fixture
+async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    async with api_client(app) as http:
+        yield http
+
+
+@pytest.fixture
+def factory(database: Database) -> Factory:
+    return Factory(database, TEST_SECRET.encode())
+
+
+@pytest.fixture
+def unique() -> str:
+    return uuid.uuid4().hex[:8]

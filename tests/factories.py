@@ -1,0 +1,83 @@
+"""Factories: rows made through the services, as an operator or API call would make them."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from tenantplane.apikey import service as apikey_service
+from tenantplane.db.engine import Database
+from tenantplane.member.models import Member, Role
+from tenantplane.tenant import service as tenant_service
+from tenantplane.tenant.models import Plan
+
+
+@dataclass(frozen=True)
+class TenantFixture:
+    name: str
+    id: int
+    admin_key: str
+    readonly_key: str
+    admin_email: str
+
+    @property
+    def path(self) -> str:
+        return f"/tenants/{self.name}"
+
+
+class Factory:
+    def __init__(self, database: Database, secret: bytes) -> None:
+        self.database = database
+        self.secret = secret
+
+    async def tenant(self, name: str | None = None, plan: Plan = Plan.starter) -> TenantFixture:
+        name = name or f"t-{uuid.uuid4().hex[:10]}"
+        admin_email = f"admin@{name}.example.com"
+        async with self.database.transaction() as session:
+            tenant = await tenant_service.create(session, name, plan, admin_email)
+            tenant_id = tenant.id
+        admin_key = await self.api_key(tenant_id, Role.admin, created_by=admin_email)
+        readonly_key = await self.api_key(tenant_id, Role.readonly, created_by=admin_email)
+        return TenantFixture(name, tenant_id, admin_key, readonly_key, admin_email)
+
+    async def api_key(
+        self,
+        tenant_id: int,
+        role: Role = Role.admin,
+        *,
+        created_by: str = "factory@example.com",
+        display_name: str = "factory",
+        expires_at: datetime | None = None,
+    ) -> str:
+        async with self.database.transaction() as session:
+            issued = await apikey_service.issue(
+                session,
+                secret=self.secret,
+                tenant_id=tenant_id,
+                display_name=display_name,
+                role=role,
+                created_by=created_by,
+                expires_at=expires_at,
+            )
+        return issued.raw_key
+
+    async def member(self, tenant_id: int, email: str, role: Role = Role.readonly) -> None:
+        async with self.database.transaction() as session:
+            session.add(Member(tenant_id=tenant_id, email=email.lower(), role=role))
+
+    async def expire_api_key(self, raw_key: str) -> None:
+        """Move a key's expiry into the past (the API refuses to create such a key)."""
+        from datetime import UTC, timedelta
+
+        from sqlalchemy import update
+
+        from tenantplane.apikey.models import ApiKey
+        from tenantplane.apikey.tokens import hash_key
+
+        async with self.database.transaction() as session:
+            await session.execute(
+                update(ApiKey)
+                .where(ApiKey.key_hash == hash_key(self.secret, raw_key))
+                .values(expires_at=datetime.now(UTC) - timedelta(seconds=1))
+            )
