@@ -33,9 +33,7 @@ def unavailable(what: str, error: Exception) -> None:
 
 
 def _admin_dsn() -> str:
-    return make_url(POSTGRES_URL).set(drivername="postgresql").render_as_string(
-        hide_password=False
-    )
+    return make_url(POSTGRES_URL).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
 @contextmanager

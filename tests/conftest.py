@@ -16,15 +16,16 @@ from tenantplane.db.migrate import upgrade
 from tenantplane.db.models import Base
 from tests.backends import postgres_database, sqlite_database
 from tests.factories import Factory
-from tests.http_client import running_app, api_client
+from tests.http_client import api_client, running_app
 
 BACKENDS = ["sqlite", "postgresql"]
 TEST_SECRET = "test-secret-key-for-api-key-hashes"
 
 
 @pytest.fixture(scope="session", params=BACKENDS)
-def database_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-                 ) -> Iterator[str]:
+def database_url(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
     """One migrated database per backend for the whole run (the matrix parameter)."""
     backend = request.param
     context = (
@@ -63,7 +64,7 @@ def make_settings(database_url: str, tmp_path: Path, **overrides: Any) -> Settin
         "secret_key_file": tmp_path / "secret.key",
     }
     values.update(overrides)
-    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+    return Settings(_env_file=None, **values)
 
 
 @pytest.fixture

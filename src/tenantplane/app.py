@@ -32,7 +32,9 @@ def api_router() -> APIRouter:
     return router
 
 
-def create_app(settings: Settings | None = None, *, rate_limit_prefix: str = "tenantplane") -> FastAPI:
+def create_app(
+    settings: Settings | None = None, *, rate_limit_prefix: str = "tenantplane"
+) -> FastAPI:
     settings = settings or Settings()
     configure_logging(settings.log_level, settings.log_json)
 
@@ -64,8 +66,9 @@ def create_app(settings: Settings | None = None, *, rate_limit_prefix: str = "te
 
     # Added innermost first: request ids wrap everything, proxies are resolved before the
     # rate limiter reads the client address.
-    app.add_middleware(RateLimitMiddleware, limiter=app.state.rate_limiter,
-                       prefixes=(API_PREFIX + "/",))
+    app.add_middleware(
+        RateLimitMiddleware, limiter=app.state.rate_limiter, prefixes=(API_PREFIX + "/",)
+    )
     app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.trusted_proxies)
     app.add_middleware(RequestBodyMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(ObservabilityMiddleware, metrics=HttpMetrics(app.state.metrics_registry))

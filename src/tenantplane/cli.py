@@ -127,10 +127,12 @@ def tenant_create(
 def tenant_update(
     name: str,
     plan: Annotated[Plan | None, typer.Option(help="Billing plan.")] = None,
-    enforce_metrics_limit: Annotated[bool | None, typer.Option(
-        "--enforce-metrics-limit/--no-enforce-metrics-limit")] = None,
-    enforce_log_limit: Annotated[bool | None, typer.Option(
-        "--enforce-log-limit/--no-enforce-log-limit")] = None,
+    enforce_metrics_limit: Annotated[
+        bool | None, typer.Option("--enforce-metrics-limit/--no-enforce-metrics-limit")
+    ] = None,
+    enforce_log_limit: Annotated[
+        bool | None, typer.Option("--enforce-log-limit/--no-enforce-log-limit")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Change a tenant's platform-managed fields."""
@@ -161,6 +163,10 @@ def tenant_list(
         return
     table = Table("name", "plan", "enforceMetricsLimit", "enforceLogLimit")
     for tenant in tenants:
-        table.add_row(tenant["name"], tenant["plan"], str(tenant["enforceMetricsLimit"]),
-                      str(tenant["enforceLogLimit"]))
+        table.add_row(
+            tenant["name"],
+            tenant["plan"],
+            str(tenant["enforceMetricsLimit"]),
+            str(tenant["enforceLogLimit"]),
+        )
     console.print(table)

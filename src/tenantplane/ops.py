@@ -30,5 +30,6 @@ async def readyz(_: Public, database: DatabaseDep) -> dict[str, str]:
 
 @router.get("/metrics")
 async def metrics(_: Public, request: Request) -> Response:
-    return Response(generate_latest(request.app.state.metrics_registry),
-                    media_type=CONTENT_TYPE_LATEST)
+    return Response(
+        generate_latest(request.app.state.metrics_registry), media_type=CONTENT_TYPE_LATEST
+    )

@@ -27,7 +27,8 @@ async def test_create_returns_raw_key_once_and_metadata_later(
     assert created.status_code == 201, created.text
     body = created.json()
     assert body["id"].startswith("ak-")
-    assert body["key"].startswith("svc_") and len(body["key"]) == 47
+    assert body["key"].startswith("svc_")
+    assert len(body["key"]) == 47
     assert body["displayName"] == "ci deploy"
     assert body["role"] == "readonly"
     assert body["createdBy"] == tenant.admin_email
@@ -35,8 +36,9 @@ async def test_create_returns_raw_key_once_and_metadata_later(
     assert created.headers["ETag"] == '"1"'
     assert created.headers["Cache-Control"] == "no-store"
 
-    fetched = await client.get(f"{tenant.path}/apikeys/{body['id']}",
-                               headers=bearer(tenant.admin_key))
+    fetched = await client.get(
+        f"{tenant.path}/apikeys/{body['id']}", headers=bearer(tenant.admin_key)
+    )
     assert fetched.status_code == 200
     assert fetched.headers["ETag"] == '"1"'
     assert "key" not in fetched.json()
@@ -59,10 +61,16 @@ async def test_key_created_by_key_records_the_accountable_email(
     client: httpx.AsyncClient, factory: Factory
 ) -> None:
     tenant = await factory.tenant()
-    first = await client.post(f"{tenant.path}/apikeys", json={"displayName": "a", "role": "admin"},
-                              headers=bearer(tenant.admin_key))
-    second = await client.post(f"{tenant.path}/apikeys", json={"displayName": "b", "role": "admin"},
-                               headers=bearer(first.json()["key"]))
+    first = await client.post(
+        f"{tenant.path}/apikeys",
+        json={"displayName": "a", "role": "admin"},
+        headers=bearer(tenant.admin_key),
+    )
+    second = await client.post(
+        f"{tenant.path}/apikeys",
+        json={"displayName": "b", "role": "admin"},
+        headers=bearer(first.json()["key"]),
+    )
     assert second.json()["createdBy"] == tenant.admin_email
 
 
@@ -100,8 +108,9 @@ async def test_invalid_create_is_400_naming_the_field_and_creates_nothing(
 ) -> None:
     tenant = await factory.tenant()
     before = (await client.get(f"{tenant.path}/apikeys", headers=bearer(tenant.admin_key))).json()
-    response = await client.post(f"{tenant.path}/apikeys", json=body,
-                                 headers=bearer(tenant.admin_key))
+    response = await client.post(
+        f"{tenant.path}/apikeys", json=body, headers=bearer(tenant.admin_key)
+    )
     assert response.status_code == 400, response.text
     assert response.json()["field"] == field
     assert response.json()["severity"] == "error"
@@ -112,19 +121,26 @@ async def test_invalid_create_is_400_naming_the_field_and_creates_nothing(
 
 async def test_revocation_takes_effect_at_once(client: httpx.AsyncClient, factory: Factory) -> None:
     tenant = await factory.tenant()
-    created = (await client.post(f"{tenant.path}/apikeys",
-                                 json={"displayName": "temp", "role": "admin"},
-                                 headers=bearer(tenant.admin_key))).json()
+    created = (
+        await client.post(
+            f"{tenant.path}/apikeys",
+            json={"displayName": "temp", "role": "admin"},
+            headers=bearer(tenant.admin_key),
+        )
+    ).json()
     assert (await client.get(tenant.path, headers=bearer(created["key"]))).status_code == 200
-    revoked = await client.delete(f"{tenant.path}/apikeys/{created['id']}",
-                                  headers=bearer(tenant.admin_key))
+    revoked = await client.delete(
+        f"{tenant.path}/apikeys/{created['id']}", headers=bearer(tenant.admin_key)
+    )
     assert revoked.status_code == 204
     assert (await client.get(tenant.path, headers=bearer(created["key"]))).status_code == 401
-    gone = await client.get(f"{tenant.path}/apikeys/{created['id']}",
-                            headers=bearer(tenant.admin_key))
+    gone = await client.get(
+        f"{tenant.path}/apikeys/{created['id']}", headers=bearer(tenant.admin_key)
+    )
     assert gone.status_code == 404
-    again = await client.delete(f"{tenant.path}/apikeys/{created['id']}",
-                                headers=bearer(tenant.admin_key))
+    again = await client.delete(
+        f"{tenant.path}/apikeys/{created['id']}", headers=bearer(tenant.admin_key)
+    )
     assert again.status_code == 404
 
 
@@ -139,8 +155,9 @@ async def test_key_ids_are_validated_and_scoped_to_the_tenant(
     foreign_id = foreign["items"][0]["id"]
     # Another tenant's key id is simply not found here; it cannot be read or revoked.
     for method in ("GET", "DELETE"):
-        response = await client.request(method, f"{tenant.path}/apikeys/{foreign_id}",
-                                        headers=bearer(tenant.admin_key))
+        response = await client.request(
+            method, f"{tenant.path}/apikeys/{foreign_id}", headers=bearer(tenant.admin_key)
+        )
         assert response.status_code == 404
 
 
@@ -162,8 +179,9 @@ async def test_every_key_operation_needs_admin(client: httpx.AsyncClient, factor
 
 async def test_expired_key_is_401(client: httpx.AsyncClient, factory: Factory) -> None:
     tenant = await factory.tenant()
-    key = await factory.api_key(tenant.id, Role.admin,
-                                expires_at=datetime.now(UTC) + timedelta(hours=1))
+    key = await factory.api_key(
+        tenant.id, Role.admin, expires_at=datetime.now(UTC) + timedelta(hours=1)
+    )
     assert (await client.get(tenant.path, headers=bearer(key))).status_code == 200
     await factory.expire_api_key(key)
     response = await client.get(tenant.path, headers=bearer(key))

@@ -19,8 +19,8 @@ class ApiKeyRepository:
         return cls(session)
 
     async def find_by_hash(self, key_hash: bytes) -> ApiKey | None:
-        statement = select(ApiKey).where(ApiKey.key_hash == key_hash).options(
-            joinedload(ApiKey.tenant)
+        statement = (
+            select(ApiKey).where(ApiKey.key_hash == key_hash).options(joinedload(ApiKey.tenant))
         )
         return (await self.session.execute(statement)).scalar_one_or_none()
 

@@ -42,8 +42,8 @@ def looks_like_key(token: str) -> bool:
 
 def is_key_id(value: str) -> bool:
     body = value.removeprefix(ID_PREFIX)
-    return value.startswith(ID_PREFIX) and len(body) == _ID_DIGITS and all(
-        c in _BASE62 for c in body
+    return (
+        value.startswith(ID_PREFIX) and len(body) == _ID_DIGITS and all(c in _BASE62 for c in body)
     )
 
 

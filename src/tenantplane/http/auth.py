@@ -114,7 +114,8 @@ async def resolve_principal(identity: Identity, tenant: str, session: SessionDep
     if identity.api_key_id is not None:
         if identity.api_key_tenant_name != tenant:
             raise Forbidden("not a member of this tenant")
-        assert identity.api_key_tenant_id is not None and identity.api_key_role is not None
+        assert identity.api_key_tenant_id is not None
+        assert identity.api_key_role is not None
         return Principal(
             tenant_id=identity.api_key_tenant_id,
             tenant_name=tenant,
@@ -153,10 +154,11 @@ def require(level: Access) -> AccessCheck:
             raise Forbidden("admin access required")
         return principal
 
-    check: AccessCheck = {
+    checks: dict[Access, AccessCheck] = {
         Access.public: public,
         Access.authenticated: authenticated,
-    }.get(level, tenant_scoped)
+    }
+    check = checks.get(level, tenant_scoped)
     check.access_level = level  # type: ignore[attr-defined]
     return check
 

@@ -85,8 +85,13 @@ class Unauthenticated(ApiError):
 
 
 class Forbidden(ApiError):
-    def __init__(self, error: str = "insufficient permission", *, code: str | None = None,
-                 field: str | None = None) -> None:
+    def __init__(
+        self,
+        error: str = "insufficient permission",
+        *,
+        code: str | None = None,
+        field: str | None = None,
+    ) -> None:
         super().__init__(403, error, code=code, field=field)
 
 

@@ -38,8 +38,11 @@ ResourceName = Annotated[str, AfterValidator(check_resource_name)]
 def path_name(value: str, *, what: str, field: str = "name") -> str:
     """Validate a name taken from the path (400 with the envelope when invalid)."""
     if not is_dns_label(value, min_length=2):
-        raise ValidationFailed(f"invalid {what} name: must be DNS-safe, 2-63 characters",
-                               field=field, code="INVALID_NAME")
+        raise ValidationFailed(
+            f"invalid {what} name: must be DNS-safe, 2-63 characters",
+            field=field,
+            code="INVALID_NAME",
+        )
     return value
 
 

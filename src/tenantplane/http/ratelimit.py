@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import structlog
 from limits import RateLimitItem, parse
 from limits.aio.storage import Storage
-from limits.storage import storage_from_string
 from limits.aio.strategies import MovingWindowRateLimiter
+from limits.storage import storage_from_string
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tenantplane.config import Settings
@@ -44,7 +44,9 @@ class RateLimiter:
         options: dict[str, str] = {}
         if settings.redis_url:
             options = {"implementation": "redispy", "key_prefix": key_prefix}
-        self.storage: Storage = storage_from_string(_storage_uri(settings.redis_url), **options)
+        storage = storage_from_string(_storage_uri(settings.redis_url), **options)
+        assert isinstance(storage, Storage)
+        self.storage = storage
         self.limiter = MovingWindowRateLimiter(self.storage)
         self.item: RateLimitItem = parse(settings.rate_limit)
         self.settings = settings

@@ -12,7 +12,9 @@ router = APIRouter(prefix="/tenants/{tenant}", tags=["tenant"])
 
 
 @router.get("", response_model=TenantRead)
-async def get_tenant(principal: TenantMember, session: SessionDep, response: Response) -> TenantRead:
+async def get_tenant(
+    principal: TenantMember, session: SessionDep, response: Response
+) -> TenantRead:
     tenant = await service.get(session, principal.tenant_id)
     set_etag(response, tenant.resource_version)
     return TenantRead.of(tenant)

@@ -35,9 +35,7 @@ def reject_tenant_update(update: TenantUpdate) -> NoReturn:
     )
 
 
-async def create(
-    session: AsyncSession, name: str, plan: Plan, admin_email: str | None
-) -> Tenant:
+async def create(session: AsyncSession, name: str, plan: Plan, admin_email: str | None) -> Tenant:
     if not is_dns_label(name, min_length=2):
         raise ValidationFailed("tenant name must be DNS-safe, 2-63 characters", field="name")
     repository = TenantRepository.from_session(session)
