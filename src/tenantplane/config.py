@@ -29,8 +29,9 @@ class Settings(BaseSettings):
     auth_failure_threshold: int = 5
     auth_backoff_base_seconds: int = 1
     auth_backoff_max_seconds: int = 900
-    # A failure counter lapses this long after it started (quiet period).
-    auth_failure_window_seconds: int = 600
+    # Failures are counted over this moving window: after this long without a failure the
+    # count, and with it the backoff, is back to zero.
+    auth_failure_window_seconds: int = 300
 
     max_body_bytes: int = 1024 * 1024
     api_key_last_used_resolution_seconds: int = 60
