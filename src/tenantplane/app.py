@@ -42,9 +42,17 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         database = Database.connect(settings.database_url)
         app.state.database = database
+        supervisor = None
+        if settings.run_reconcilers:
+            from tenantplane.reconcile.registry import build_supervisor
+
+            supervisor = build_supervisor(settings, database)
+            supervisor.start()
         try:
             yield
         finally:
+            if supervisor is not None:
+                await supervisor.stop()
             await database.dispose()
 
     app = FastAPI(

@@ -42,6 +42,17 @@ class Settings(BaseSettings):
     orchestrator: Literal["simulator"] = "simulator"
     simulator_step_seconds: float = 3.0
     run_reconcilers: bool = True
+    # Reconcilers (docs/reconcilers.md): rows worked on at once per reconciler and process,
+    # how long a lease lasts (a crashed worker's rows are taken over after it), and the
+    # longest sleep between looks for work changed by other processes.
+    reconcile_concurrency: int = Field(default=16, ge=1)
+    reconcile_lease_seconds: float = Field(default=30.0, gt=0)
+    reconcile_idle_poll_seconds: float = Field(default=2.0, gt=0)
+    # Running clusters are observed again this often (faults, drift).
+    cluster_resync_seconds: float = Field(default=30.0, gt=0)
+    # Catalogues (docs/clusters.md); the packaged defaults when unset.
+    plans_file: Path | None = None
+    versions_file: Path | None = None
 
     alerting_backend: Literal["database", "mimir", "alertmanager", "disabled"] = "database"
     billing_provider: Literal["none", "paddle"] = "none"
