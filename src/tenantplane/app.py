@@ -19,10 +19,11 @@ from tenantplane.http.observability import HttpMetrics, ObservabilityMiddleware
 from tenantplane.http.ratelimit import RateLimiter, RateLimitMiddleware
 from tenantplane.http.request_id import RequestIdMiddleware
 from tenantplane.logging import configure_logging
+from tenantplane.secret.routes import router as secret_router
 from tenantplane.tenant.routes import router as tenant_router
 
 API_PREFIX = "/api/v1"
-FEATURE_ROUTERS = (tenant_router, apikey_router)
+FEATURE_ROUTERS = (tenant_router, apikey_router, secret_router)
 
 
 def api_router() -> APIRouter:

@@ -59,8 +59,15 @@ class Settings(BaseSettings):
     paddle_api_url: str | None = None
     paddle_api_key: SecretStr | None = None
     paddle_webhook_secret: SecretStr | None = None
+    # Secrets (docs/secrets.md): the tenants' vault (KV v2, one mount per tenant) and how
+    # often synced secrets are checked again (vault paths, clusters) and unsynced ones retried.
     vault_addr: str | None = None
     vault_token: SecretStr | None = None
+    vault_mount_template: str = "tenant-{tenant}"
+    vault_timeout_seconds: float = Field(default=5.0, gt=0)
+    sync_provider: Literal["simulator"] = "simulator"
+    secret_resync_seconds: float = Field(default=60.0, gt=0)
+    secret_retry_seconds: float = Field(default=5.0, gt=0)
 
     log_level: str = "INFO"
     log_json: bool = True

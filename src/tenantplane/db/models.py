@@ -5,6 +5,18 @@ from tenantplane.cluster.models import Cluster, ClusterHistory
 from tenantplane.db.base import Base
 from tenantplane.member.models import Member
 from tenantplane.providers.orchestrator.simulator_models import SimulatedCluster
+from tenantplane.providers.sync.simulator_models import SimulatedSecretCopy
+from tenantplane.secret.models import Secret
 from tenantplane.tenant.models import Tenant
 
-__all__ = ["ApiKey", "Base", "Cluster", "ClusterHistory", "Member", "SimulatedCluster", "Tenant"]
+__all__ = [
+    "ApiKey",
+    "Base",
+    "Cluster",
+    "ClusterHistory",
+    "Member",
+    "Secret",
+    "SimulatedCluster",
+    "SimulatedSecretCopy",
+    "Tenant",
+]

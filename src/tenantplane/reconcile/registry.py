@@ -28,8 +28,9 @@ ReconcilerFactory = Callable[[ReconcileContext], Reconciler[Any, Any] | None]
 def reconciler_factories() -> tuple[ReconcilerFactory, ...]:
     # Imported here: features import the framework, the framework must not import them early.
     from tenantplane.cluster.reconciler import build_cluster_reconciler
+    from tenantplane.secret.reconciler import build_secret_reconciler
 
-    return (build_cluster_reconciler,)
+    return (build_cluster_reconciler, build_secret_reconciler)
 
 
 def build_supervisor(settings: Settings, database: Database) -> Supervisor:

@@ -1,0 +1,388 @@
+"""The secret reconciler: check the vault path, place copies on Running clusters, remove
+copies no longer wanted, record per-target status.
+
+Everything done for one secret happens under the lease on its row, so the copies of a secret
+are never worked on by two workers at once. ``applied`` records the copies placed and not yet
+removed: it is what removal (of a target, or of the whole secret) works from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, ClassVar
+
+import structlog
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.schema import Table
+
+from tenantplane.cluster.models import Cluster, ClusterPhase
+from tenantplane.db.base import rfc3339, utcnow
+from tenantplane.providers.sync import ClusterRef, CopySpec, SyncError, SyncProvider
+from tenantplane.providers.sync.simulator import SimulatorSyncProvider
+from tenantplane.providers.vault import PathCheck, PathStatus, VaultPaths, build_vault_paths
+from tenantplane.reconcile import LeaseGuard, Reconciler
+from tenantplane.reconcile.registry import ReconcileContext
+from tenantplane.secret.models import Secret, SyncPhase
+from tenantplane.secret.repository import SecretRepository
+from tenantplane.secret.status import (
+    ConditionType,
+    Reason,
+    TargetKey,
+    condition,
+    overall_phase,
+    ready_condition,
+    status_entry,
+    target_key,
+)
+
+log = structlog.get_logger(__name__)
+
+CopyKey = tuple[str, str, str]  # (cluster uid, namespace, secret name)
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    uid: str
+    name: str
+    phase: str
+    deleting: bool
+    endpoint: str
+    certificate_authority: str
+
+    @property
+    def ref(self) -> ClusterRef:
+        return ClusterRef(self.uid, self.name, self.endpoint, self.certificate_authority)
+
+    @property
+    def is_running(self) -> bool:
+        return self.phase == ClusterPhase.running.value and not self.deleting
+
+    @classmethod
+    def of(cls, cluster: Cluster) -> ClusterView:
+        return cls(
+            uid=cluster.uid,
+            name=cluster.name,
+            phase=cluster.phase,
+            deleting=cluster.is_terminating,
+            endpoint=cluster.endpoint,
+            certificate_authority=cluster.certificate_authority,
+        )
+
+
+@dataclass(frozen=True)
+class SecretView:
+    id: int
+    uid: str
+    tenant: str
+    name: str
+    secret_path: str
+    generation: int
+    deleting: bool
+    targets: list[dict[str, str]]
+    applied: list[dict[str, str]]
+    phase: str
+    statuses: list[dict[str, Any]]
+    conditions: list[dict[str, Any]]
+    clusters_by_name: dict[str, ClusterView]
+    clusters_by_uid: dict[str, ClusterView]
+
+    def live_cluster(self, name: str) -> ClusterView | None:
+        """The cluster a target names, unless it is gone or being deleted."""
+        cluster = self.clusters_by_name.get(name)
+        return None if cluster is None or cluster.deleting else cluster
+
+
+@dataclass
+class SyncOutcome:
+    path: PathCheck | None
+    statuses: list[dict[str, Any]] = field(default_factory=list)
+    applied: list[dict[str, str]] = field(default_factory=list)
+    # Copies that could not be removed yet (cluster not Running): try again soon.
+    removals_pending: int = 0
+
+
+def _copy_key(entry: dict[str, str]) -> CopyKey:
+    return (entry["clusterUid"], entry["namespace"], entry["secretName"])
+
+
+def _applied_entry(cluster: ClusterView, target: dict[str, str]) -> dict[str, str]:
+    return {
+        "clusterUid": cluster.uid,
+        "cluster": cluster.name,
+        "namespace": target["namespace"],
+        "secretName": target["secretName"],
+    }
+
+
+class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
+    name: ClassVar[str] = "secrets"
+    table: ClassVar[Table] = Secret.__table__  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        vault: VaultPaths,
+        provider: SyncProvider,
+        *,
+        resync_seconds: float,
+        retry_seconds: float,
+        concurrency: int = 8,
+        lease_seconds: float = 30.0,
+    ) -> None:
+        self.vault = vault
+        self.provider = provider
+        self.resync_seconds = resync_seconds
+        self.retry_seconds = retry_seconds
+        self.concurrency = concurrency
+        self.lease_seconds = lease_seconds
+        self.error_backoff_seconds = retry_seconds
+
+    # -- load ------------------------------------------------------------------------------
+
+    async def load(self, session: AsyncSession, row_id: Any) -> SecretView | None:
+        repository = SecretRepository.from_session(session)
+        secret = await repository.by_id(row_id)
+        if secret is None:
+            return None
+        tenant = await repository.tenant_name(secret.tenant_id)
+        if tenant is None:
+            return None
+        targets = [] if secret.is_deleting else list(secret.sync)
+        applied = list(secret.applied)
+        clusters = await repository.clusters_for(
+            secret.tenant_id,
+            {target["cluster"] for target in targets},
+            {entry["clusterUid"] for entry in applied},
+        )
+        views = [ClusterView.of(cluster) for cluster in clusters]
+        return SecretView(
+            id=secret.id,
+            uid=secret.uid,
+            tenant=tenant,
+            name=secret.name,
+            secret_path=secret.secret_path,
+            generation=secret.generation,
+            deleting=secret.is_deleting,
+            targets=targets,
+            applied=applied,
+            phase=secret.phase,
+            statuses=list(secret.sync_statuses),
+            conditions=list(secret.conditions),
+            clusters_by_name={view.name: view for view in views},
+            clusters_by_uid={view.uid: view for view in views},
+        )
+
+    # -- act: vault and clusters, no session open -----------------------------------------
+
+    async def act(self, snapshot: SecretView) -> SyncOutcome:
+        path = None
+        if not snapshot.deleting:
+            path = await self.vault.check(snapshot.tenant, snapshot.secret_path)
+        outcome = SyncOutcome(path)
+        previous = {target_key(entry): entry for entry in snapshot.statuses}
+        wanted: set[CopyKey] = set()
+        for target in snapshot.targets:
+            cluster = snapshot.live_cluster(target["cluster"])
+            if cluster is not None:
+                wanted.add((cluster.uid, target["namespace"], target["secretName"]))
+            entry = await self._sync_target(snapshot, target, cluster, path, previous, outcome)
+            outcome.statuses.append(entry)
+        await self._remove_unwanted(snapshot, wanted, outcome)
+        return outcome
+
+    async def _sync_target(
+        self,
+        snapshot: SecretView,
+        target: dict[str, str],
+        cluster: ClusterView | None,
+        path: PathCheck | None,
+        previous: dict[TargetKey, dict[str, Any]],
+        outcome: SyncOutcome,
+    ) -> dict[str, Any]:
+        before = previous.get(target_key(target), {})
+        last_sync = before.get("lastSyncTime")
+        if cluster is None:
+            message = f"cluster {target['cluster']!r} has been deleted"
+            return status_entry(target, SyncPhase.failed, Reason.cluster_deleted, message)
+        if not cluster.is_running:
+            message = f"cluster {cluster.name!r} is {cluster.phase}, not Running"
+            return status_entry(
+                target, SyncPhase.pending, Reason.cluster_not_ready, message, last_sync
+            )
+        failure = _path_failure(path)
+        if failure is not None:
+            phase, reason, message = failure
+            return status_entry(target, phase, reason, message, last_sync)
+        copy = CopySpec(
+            tenant=snapshot.tenant,
+            namespace=target["namespace"],
+            name=target["secretName"],
+            owner_uid=snapshot.uid,
+            vault_mount=self.vault.mount_for(snapshot.tenant),
+            secret_path=snapshot.secret_path,
+        )
+        # Recorded before the call: a copy that may exist must be known to removal.
+        outcome.applied.append(_applied_entry(cluster, target))
+        try:
+            written = await self.provider.apply(cluster.ref, copy)
+        except SyncError as exc:
+            return status_entry(target, SyncPhase.failed, Reason.sync_error, str(exc), last_sync)
+        if written or last_sync is None or before.get("phase") != SyncPhase.synced.value:
+            last_sync = rfc3339(utcnow())
+        where = f"{cluster.name}/{target['namespace']}/{target['secretName']}"
+        return status_entry(
+            target, SyncPhase.synced, Reason.synced, f"synced to {where}", last_sync
+        )
+
+    async def _remove_unwanted(
+        self, snapshot: SecretView, wanted: set[CopyKey], outcome: SyncOutcome
+    ) -> None:
+        placed = {_copy_key(entry) for entry in outcome.applied}
+        for entry in snapshot.applied:
+            key = _copy_key(entry)
+            if key in placed:
+                continue
+            if key in wanted:
+                # Still a target, just not synced right now (cluster not ready, path gone):
+                # the copy stays where it is.
+                outcome.applied.append(entry)
+                continue
+            cluster = snapshot.clusters_by_uid.get(entry["clusterUid"])
+            if cluster is None or cluster.deleting:
+                continue  # the copy goes away with its cluster
+            if not cluster.is_running:
+                outcome.applied.append(entry)
+                outcome.removals_pending += 1
+                continue
+            try:
+                await self.provider.remove(
+                    cluster.ref, entry["namespace"], entry["secretName"], snapshot.uid
+                )
+            except SyncError:
+                log.warning("copy removal failed", secret=snapshot.name, cluster=cluster.name)
+                outcome.applied.append(entry)
+                outcome.removals_pending += 1
+
+    # -- apply -----------------------------------------------------------------------------
+
+    async def apply(
+        self, session: AsyncSession, guard: LeaseGuard, snapshot: SecretView, outcome: SyncOutcome
+    ) -> None:
+        generation = await SecretRepository.from_session(session).generation_under_lease(
+            snapshot.id, guard.lease.token
+        )
+        if generation is None:
+            return  # the lease was lost; a newer pass owns the row
+        if snapshot.deleting:
+            await self._apply_deletion(guard, outcome)
+            return
+        if generation != snapshot.generation:
+            # Desired state changed while we worked: keep what we learnt about copies and
+            # let the next pass (already due) compute the status of the new targets.
+            await guard.update(applied=outcome.applied)
+            return
+        await self._apply_status(guard, snapshot, outcome)
+
+    async def _apply_deletion(self, guard: LeaseGuard, outcome: SyncOutcome) -> None:
+        if not outcome.applied:
+            await guard.delete()
+            return
+        await guard.update(applied=outcome.applied, reconcile_at=self._after(self.retry_seconds))
+
+    async def _apply_status(
+        self, guard: LeaseGuard, snapshot: SecretView, outcome: SyncOutcome
+    ) -> None:
+        now = utcnow()
+        phase = overall_phase(outcome.statuses)
+        conditions = _conditions(snapshot, outcome, phase, now)
+        settled = phase is SyncPhase.synced and outcome.removals_pending == 0
+        values: dict[str, Any] = {
+            "applied": outcome.applied,
+            "observed_generation": snapshot.generation,
+            "reconcile_at": self._after(self.resync_seconds if settled else self.retry_seconds),
+        }
+        visible = {"phase": phase.value, "sync_statuses": outcome.statuses}
+        before = {"phase": snapshot.phase, "sync_statuses": snapshot.statuses}
+        if visible != before or _without_times(conditions) != _without_times(snapshot.conditions):
+            table = Secret.__table__
+            values.update(
+                visible, conditions=conditions, resource_version=table.c.resource_version + 1
+            )
+            if phase.value != snapshot.phase:
+                log.info("secret sync phase changed", secret=snapshot.name, phase=phase.value)
+        await guard.update(**values)
+
+    @staticmethod
+    def _after(seconds: float) -> datetime:
+        return utcnow() + timedelta(seconds=seconds)
+
+
+def _path_failure(path: PathCheck | None) -> tuple[SyncPhase, Reason, str] | None:
+    if path is None:
+        return None
+    if path.status in {PathStatus.not_found, PathStatus.version_deleted}:
+        return SyncPhase.failed, Reason.secret_path_not_found, path.message
+    if path.status is PathStatus.denied:
+        return SyncPhase.failed, Reason.vault_access_denied, path.message
+    if path.status is PathStatus.unavailable:
+        return SyncPhase.pending, Reason.vault_unavailable, path.message
+    return None
+
+
+_PATH_CONDITION: dict[PathStatus, tuple[str, Reason]] = {
+    PathStatus.found: ("True", Reason.found),
+    PathStatus.not_found: ("False", Reason.secret_path_not_found),
+    PathStatus.version_deleted: ("False", Reason.secret_path_not_found),
+    PathStatus.denied: ("False", Reason.vault_access_denied),
+    PathStatus.unavailable: ("Unknown", Reason.vault_unavailable),
+    PathStatus.not_checked: ("Unknown", Reason.not_checked),
+}
+
+
+def _conditions(
+    snapshot: SecretView, outcome: SyncOutcome, phase: SyncPhase, now: datetime
+) -> list[dict[str, Any]]:
+    status, reason, message = ready_condition(outcome.statuses, phase, observed=True)
+    if status == "True" and outcome.removals_pending:
+        status, reason = "False", Reason.sync_pending
+        message = f"{message}; {outcome.removals_pending} removed copies still to delete"
+    ready = condition(
+        snapshot.conditions,
+        ConditionType.ready,
+        status,
+        reason,
+        message,
+        generation=snapshot.generation,
+        now=now,
+    )
+    assert outcome.path is not None
+    path_status, path_reason = _PATH_CONDITION[outcome.path.status]
+    resolved = condition(
+        snapshot.conditions,
+        ConditionType.secret_path_resolved,
+        path_status,
+        path_reason,
+        outcome.path.message,
+        generation=snapshot.generation,
+        now=now,
+    )
+    return [ready, resolved]
+
+
+def _without_times(conditions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {key: value for key, value in entry.items() if key != "lastTransitionTime"}
+        for entry in conditions
+    ]
+
+
+def build_secret_reconciler(context: ReconcileContext) -> Reconciler[Any, Any] | None:
+    settings = context.settings
+    return SecretReconciler(
+        build_vault_paths(settings),
+        SimulatorSyncProvider(context.database),
+        resync_seconds=settings.secret_resync_seconds,
+        retry_seconds=settings.secret_retry_seconds,
+        concurrency=settings.reconcile_concurrency,
+        lease_seconds=settings.reconcile_lease_seconds,
+    )

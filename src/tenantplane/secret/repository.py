@@ -1,0 +1,109 @@
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from sqlalchemy import Select, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tenantplane.cluster.models import Cluster
+from tenantplane.db.base import utcnow
+from tenantplane.secret.models import Secret
+from tenantplane.tenant.models import Tenant
+
+
+class SecretRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    @classmethod
+    def from_session(cls, session: AsyncSession) -> SecretRepository:
+        return cls(session)
+
+    # -- API side: always scoped to one tenant, deleted secrets invisible ------------------
+
+    @staticmethod
+    def _visible(tenant_id: int) -> Select[Secret]:
+        """The one place where API reads are scoped: this tenant's secrets not being deleted."""
+        return select(Secret).where(
+            Secret.tenant_id == tenant_id, Secret.deletion_requested_at.is_(None)
+        )
+
+    async def list(self, tenant_id: int) -> Sequence[Secret]:
+        statement = self._visible(tenant_id).order_by(Secret.name)
+        return (await self.session.execute(statement)).scalars().all()
+
+    async def get(self, tenant_id: int, name: str, *, for_update: bool = False) -> Secret | None:
+        statement = self._visible(tenant_id).where(Secret.name == name)
+        if for_update:
+            # The reconciler's status writes wait for this transaction (PostgreSQL), so a
+            # PATCH never fails on a version bumped behind its back.
+            statement = statement.with_for_update()
+        return (await self.session.execute(statement)).scalar_one_or_none()
+
+    def add(self, secret: Secret) -> None:
+        self.session.add(secret)
+
+    async def live_cluster_names(self, tenant_id: int, names: Collection[str]) -> set[str]:
+        """Which of ``names`` are clusters of the tenant that are not being deleted."""
+        if not names:
+            return set()
+        statement = select(Cluster.name).where(
+            Cluster.tenant_id == tenant_id,
+            Cluster.name.in_(set(names)),
+            Cluster.deletion_requested_at.is_(None),
+        )
+        return set((await self.session.execute(statement)).scalars())
+
+    async def mark_due_for_clusters(self, tenant_id: int, cluster_names: Collection[str]) -> int:
+        """Ask the reconciler to look again at the secrets of these clusters (not a change of
+        the secrets themselves: no version bump)."""
+        secrets = (
+            await self.session.execute(
+                select(Secret.id, Secret.sync, Secret.applied).where(Secret.tenant_id == tenant_id)
+            )
+        ).all()
+        wanted = set(cluster_names)
+        ids = [
+            row_id
+            for row_id, sync, applied in secrets
+            if any(entry.get("cluster") in wanted for entry in [*sync, *applied])
+        ]
+        if not ids:
+            return 0
+        await self.session.execute(
+            update(Secret)
+            .where(Secret.id.in_(ids))
+            .values(reconcile_at=utcnow())
+            .execution_options(synchronize_session=False)
+        )
+        return len(ids)
+
+    # -- reconciler side: one row, by id --------------------------------------------------
+
+    async def by_id(self, row_id: int) -> Secret | None:
+        return await self.session.get(Secret, row_id)
+
+    async def tenant_name(self, tenant_id: int) -> str | None:
+        statement = select(Tenant.name).where(Tenant.id == tenant_id)
+        return (await self.session.execute(statement)).scalar_one_or_none()
+
+    async def clusters_for(
+        self, tenant_id: int, names: Collection[str], uids: Collection[str]
+    ) -> Sequence[Cluster]:
+        """The tenant's clusters named by targets or holding copies (by incarnation)."""
+        if not names and not uids:
+            return []
+        statement = select(Cluster).where(
+            Cluster.tenant_id == tenant_id,
+            or_(Cluster.name.in_(set(names)), Cluster.uid.in_(set(uids))),
+        )
+        return (await self.session.execute(statement)).scalars().all()
+
+    async def generation_under_lease(self, row_id: int, token: str) -> int | None:
+        """The current generation, locked until commit, if the lease is still held."""
+        statement = (
+            select(Secret.generation)
+            .where(Secret.id == row_id, Secret.lock_token == token)
+            .with_for_update()
+        )
+        return (await self.session.execute(statement)).scalar_one_or_none()

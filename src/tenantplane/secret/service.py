@@ -1,0 +1,161 @@
+"""Business rules of managed secrets. Never commits; wakes the reconciler after commit."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tenantplane.db.base import utcnow
+from tenantplane.http.errors import Conflict, NotFound, ValidationFailed
+from tenantplane.http.etag import check_if_match
+from tenantplane.http.names import path_name
+from tenantplane.reconcile import wake_after_commit
+from tenantplane.secret.models import Secret, SyncPhase
+from tenantplane.secret.repository import SecretRepository
+from tenantplane.secret.schemas import SecretCreate, SyncTargetIn
+from tenantplane.secret.status import (
+    initial_conditions,
+    reconciling_conditions,
+    reconciling_entry,
+    statuses_for_new_targets,
+    target_key,
+)
+
+RECONCILER = "secrets"
+
+
+async def resolve_targets(
+    repository: SecretRepository,
+    tenant_id: int,
+    secret_name: str,
+    targets: Sequence[SyncTargetIn],
+) -> list[dict[str, str]]:
+    """Targets with their default secretName, checked against the tenant's clusters."""
+    live = await repository.live_cluster_names(tenant_id, {target.cluster for target in targets})
+    resolved: list[dict[str, str]] = []
+    seen: dict[tuple[str, str, str], int] = {}
+    for index, target in enumerate(targets):
+        if target.cluster not in live:
+            raise ValidationFailed(
+                f"sync[{index}].cluster: no cluster named {target.cluster!r} in this tenant",
+                field=f"sync[{index}].cluster",
+                code="UNKNOWN_CLUSTER",
+            )
+        entry = {
+            "cluster": target.cluster,
+            "namespace": target.namespace,
+            "secretName": target.secret_name or secret_name,
+        }
+        key = target_key(entry)
+        if key in seen:
+            raise ValidationFailed(
+                f"sync[{index}] duplicates sync[{seen[key]}]: the same cluster, namespace "
+                "and secretName",
+                field=f"sync[{index}]",
+                code="DUPLICATE_SYNC_TARGET",
+            )
+        seen[key] = index
+        resolved.append(entry)
+    return resolved
+
+
+def _schedule(session: AsyncSession, secret: Secret) -> None:
+    secret.reconcile_at = utcnow()
+    wake_after_commit(session, RECONCILER)
+
+
+async def create(session: AsyncSession, tenant_id: int, body: SecretCreate) -> Secret:
+    repository = SecretRepository.from_session(session)
+    if await repository.get(tenant_id, body.name) is not None:
+        raise Conflict(f"a secret named {body.name!r} already exists", field="name")
+    targets = await resolve_targets(repository, tenant_id, body.name, body.sync or [])
+    now = utcnow()
+    secret = Secret(
+        uid=uuid.uuid4().hex,
+        tenant_id=tenant_id,
+        name=body.name,
+        created_at=now,
+        secret_path=body.secret_path,
+        sync=targets,
+        generation=1,
+        phase=SyncPhase.pending.value,
+        sync_statuses=[reconciling_entry(target) for target in targets],
+        conditions=initial_conditions(1, now),
+        applied=[],
+    )
+    repository.add(secret)
+    _schedule(session, secret)
+    try:
+        # A savepoint: a concurrent create of the same name fails here, not at commit.
+        async with session.begin_nested():
+            await session.flush()
+    except IntegrityError as exc:
+        raise Conflict(f"a secret named {body.name!r} already exists", field="name") from exc
+    return secret
+
+
+async def list_secrets(session: AsyncSession, tenant_id: int) -> Sequence[Secret]:
+    return await SecretRepository.from_session(session).list(tenant_id)
+
+
+async def get(
+    session: AsyncSession, tenant_id: int, name: str, *, for_update: bool = False
+) -> Secret:
+    path_name(name, what="secret")
+    secret = await SecretRepository.from_session(session).get(
+        tenant_id, name, for_update=for_update
+    )
+    if secret is None:
+        raise NotFound("secret")
+    return secret
+
+
+async def replace_targets(
+    session: AsyncSession,
+    tenant_id: int,
+    name: str,
+    targets: Sequence[SyncTargetIn],
+    if_match: str | None,
+) -> Secret:
+    secret = await get(session, tenant_id, name, for_update=True)
+    check_if_match(if_match, secret.resource_version)
+    repository = SecretRepository.from_session(session)
+    resolved = await resolve_targets(repository, tenant_id, secret.name, targets)
+    now = utcnow()
+    secret.generation += 1
+    secret.sync = resolved
+    secret.sync_statuses = statuses_for_new_targets(resolved, secret.sync_statuses)
+    # Until the reconciler has acted on this generation (removing copies included).
+    secret.phase = SyncPhase.pending.value
+    secret.conditions = reconciling_conditions(secret.conditions, secret.generation, now)
+    _schedule(session, secret)
+    await session.flush()
+    return secret
+
+
+async def delete(session: AsyncSession, tenant_id: int, name: str, if_match: str | None) -> None:
+    """Hide the secret at once; the reconciler removes its copies, then the row."""
+    secret = await get(session, tenant_id, name, for_update=True)
+    check_if_match(if_match, secret.resource_version)
+    secret.deletion_requested_at = utcnow()
+    secret.generation += 1
+    _schedule(session, secret)
+    await session.flush()
+
+
+async def clusters_changed(
+    session: AsyncSession, tenant_id: int, cluster_names: Collection[str]
+) -> None:
+    """For the cluster feature: a cluster became Running, left Running or is being deleted;
+    secrets syncing to it are looked at again at once instead of at their next resync."""
+    if await SecretRepository.from_session(session).mark_due_for_clusters(tenant_id, cluster_names):
+        wake_after_commit(session, RECONCILER)
+
+
+def describe(secret: Secret) -> dict[str, Any]:
+    """Fields for log lines: identifies the secret, never anything from the vault."""
+    return {"secret": secret.name, "tenant_id": secret.tenant_id, "generation": secret.generation}
