@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from tenantplane.apikey import service as apikey_service
+from tenantplane.cluster.models import Cluster, ClusterPhase
 from tenantplane.db.engine import Database
 from tenantplane.member.models import Member, Role
 from tenantplane.tenant import service as tenant_service
@@ -24,6 +25,13 @@ class TenantFixture:
     @property
     def path(self) -> str:
         return f"/tenants/{self.name}"
+
+
+@dataclass(frozen=True)
+class ClusterFixture:
+    name: str
+    id: int
+    uid: str
 
 
 class Factory:
@@ -81,3 +89,53 @@ class Factory:
                 .where(ApiKey.key_hash == hash_key(self.secret, raw_key))
                 .values(expires_at=datetime.now(UTC) - timedelta(seconds=1))
             )
+
+    async def cluster(
+        self,
+        tenant_id: int,
+        name: str | None = None,
+        *,
+        phase: ClusterPhase = ClusterPhase.running,
+        deleting: bool = False,
+    ) -> ClusterFixture:
+        """A cluster row in the state a test needs (the orchestrator does not touch it)."""
+        from tenantplane.db.base import utcnow
+
+        name = name or f"c-{uuid.uuid4().hex[:8]}"
+        uid = uuid.uuid4().hex
+        running = phase in (ClusterPhase.running, ClusterPhase.upgrading)
+        async with self.database.transaction() as session:
+            cluster = Cluster(
+                uid=uid,
+                tenant_id=tenant_id,
+                name=name,
+                version="1.33",
+                cpu="1",
+                memory="1Gi",
+                storage="10Gi",
+                cpu_millicores=1000,
+                memory_bytes=2**30,
+                storage_bytes=10 * 2**30,
+                phase=phase.value,
+                endpoint=f"https://{name}.clusters.test:6443" if running else "",
+                kubernetes_version="v1.33.4" if running else "",
+                deletion_requested_at=utcnow() if deleting else None,
+            )
+            session.add(cluster)
+            await session.flush()
+            return ClusterFixture(name, cluster.id, uid)
+
+    async def set_cluster_phase(self, cluster: ClusterFixture, phase: ClusterPhase) -> None:
+        from sqlalchemy import update
+
+        async with self.database.transaction() as session:
+            await session.execute(
+                update(Cluster).where(Cluster.uid == cluster.uid).values(phase=phase.value)
+            )
+
+    async def delete_cluster(self, cluster: ClusterFixture) -> None:
+        """The end of a cluster's deletion: its row is gone."""
+        from sqlalchemy import delete
+
+        async with self.database.transaction() as session:
+            await session.execute(delete(Cluster).where(Cluster.uid == cluster.uid))

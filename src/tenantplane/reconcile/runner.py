@@ -74,6 +74,9 @@ def process_identity() -> str:
 class ReconcilerRunner:
     """Drives one reconciler: fetch leases, run them with bounded concurrency, sleep."""
 
+    #: How long stopping waits for work in flight before cancelling it.
+    shutdown_grace_seconds: float = 10.0
+
     def __init__(
         self,
         database: Database,
@@ -89,12 +92,20 @@ class ReconcilerRunner:
         self.fetcher = Fetcher(database, reconciler.table, self.owner)
         self._inflight: set[asyncio.Task[None]] = set()
         self._log = log.bind(reconciler=reconciler.name)
+        self._stopping = False
+        self._wake: asyncio.Event | None = None
+
+    def request_stop(self) -> None:
+        """Finish the current step and leave ``run`` (no transaction is cut in half)."""
+        self._stopping = True
+        if self._wake is not None:
+            self._wake.set()
 
     async def run(self) -> None:
         reconciler = self.reconciler
-        wake = wakeups.subscribe(reconciler.name)
+        wake = self._wake = wakeups.subscribe(reconciler.name)
         try:
-            while True:
+            while not self._stopping:
                 wake.clear()
                 free = reconciler.concurrency - len(self._inflight)
                 leases: list[Lease] = []
@@ -115,10 +126,19 @@ class ReconcilerRunner:
                 await self._sleep(wake)
         finally:
             wakeups.unsubscribe(reconciler.name, wake)
-            for task in self._inflight:
-                task.cancel()
-            if self._inflight:
-                await asyncio.gather(*self._inflight, return_exceptions=True)
+            await self._drain()
+
+    async def _drain(self) -> None:
+        # Work in flight is given time to finish: a task cancelled inside a transaction
+        # leaves its connection un-returned, and on SQLite the write lock with it, until the
+        # garbage collector finds it. Only work that overruns the grace period is cancelled.
+        inflight = set(self._inflight)
+        if not inflight:
+            return
+        _, overdue = await asyncio.wait(inflight, timeout=self.shutdown_grace_seconds)
+        for task in overdue:
+            task.cancel()
+        await asyncio.gather(*inflight, return_exceptions=True)
 
     def _finished(self, wake: asyncio.Event) -> Any:
         def done(task: asyncio.Task[None]) -> None:
@@ -193,9 +213,15 @@ class Supervisor:
         ]
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        """Let every runner finish its current step, then cancel whatever still runs."""
+        for runner in self.runners:
+            runner.request_stop()
+        if self._tasks:
+            grace = max(runner.shutdown_grace_seconds for runner in self.runners) + 1.0
+            _, overdue = await asyncio.wait(self._tasks, timeout=grace)
+            for task in overdue:
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
 
     async def run_forever(self) -> None:

@@ -1,0 +1,367 @@
+"""The secrets API: validation, conflicts, PATCH replace semantics, If-Match, access levels."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import httpx
+import pytest
+
+from tenantplane.cluster.models import ClusterPhase
+from tests.factories import Factory, TenantFixture
+from tests.http_client import bearer
+from tests.secret.support import wait_for_phase
+
+
+async def create(
+    client: httpx.AsyncClient, tenant: TenantFixture, body: dict[str, Any]
+) -> httpx.Response:
+    return await client.post(f"{tenant.path}/secrets", json=body, headers=bearer(tenant.admin_key))
+
+
+def assert_invalid(response: httpx.Response, field: str | None, code: str) -> None:
+    assert response.status_code == 400, response.text
+    body = response.json()
+    assert body["code"] == code, body
+    assert body.get("field") == field, body
+    assert body["error"]
+
+
+async def test_create_returns_the_secret_with_etag_and_defaults(
+    client: httpx.AsyncClient, factory: Factory
+) -> None:
+    tenant = await factory.tenant()
+    cluster = await factory.cluster(tenant.id, "prod")
+    response = await create(
+        client,
+        tenant,
+        {
+            "name": "db-creds",
+            "secretPath": "apps/db/credentials",
+            "sync": [
+                {"cluster": cluster.name, "namespace": "default"},
+                {"cluster": cluster.name, "namespace": "jobs", "secretName": "db.creds"},
+            ],
+        },
+    )
+    assert response.status_code == 201, response.text
+    body = response.json()
+    assert response.headers["ETag"] == f'"{body["resourceVersion"]}"'
+    assert body["name"] == "db-creds"
+    assert body["secretPath"] == "apps/db/credentials"
+    # secretName defaults to the managed secret's name.
+    assert body["sync"] == [
+        {"cluster": "prod", "namespace": "default", "secretName": "db-creds"},
+        {"cluster": "prod", "namespace": "jobs", "secretName": "db.creds"},
+    ]
+    assert datetime.fromisoformat(body["createdAt"]).tzinfo is not None
+    assert body["createdAt"].endswith("Z")
+    assert isinstance(body["resourceVersion"], str)
+    status = body["status"]
+    assert status["phase"] == "Pending"
+    assert [(s["cluster"], s["namespace"], s["phase"]) for s in status["syncStatuses"]] == [
+        ("prod", "default", "Pending"),
+        ("prod", "jobs", "Pending"),
+    ]
+    assert {c["type"] for c in status["conditions"]} == {"Ready", "SecretPathResolved"}
+
+    fetched = await client.get(f"{tenant.path}/secrets/db-creds", headers=bearer(tenant.admin_key))
+    assert fetched.status_code == 200
+    assert fetched.headers["ETag"] == f'"{fetched.json()["resourceVersion"]}"'
+    assert fetched.json()["sync"] == body["sync"]
+
+    listed = await client.get(f"{tenant.path}/secrets", headers=bearer(tenant.readonly_key))
+    assert listed.status_code == 200
+    assert [item["name"] for item in listed.json()["items"]] == ["db-creds"]
+
+
+async def test_sync_is_optional_and_secrets_never_carry_values(
+    client: httpx.AsyncClient, factory: Factory
+) -> None:
+    tenant = await factory.tenant()
+    response = await create(client, tenant, {"name": "api-token", "secretPath": "api/token"})
+    assert response.status_code == 201, response.text
+    body = response.json()
+    assert body["sync"] == []
+    assert set(body) == {"name", "secretPath", "sync", "createdAt", "resourceVersion", "status"}
+    assert set(body["status"]) == {"phase", "conditions", "syncStatuses"}
+
+
+async def test_duplicate_name_is_409(client: httpx.AsyncClient, factory: Factory) -> None:
+    tenant = await factory.tenant()
+    assert (await create(client, tenant, {"name": "dup", "secretPath": "a"})).status_code == 201
+    again = await create(client, tenant, {"name": "dup", "secretPath": "b"})
+    assert again.status_code == 409
+    assert again.json()["code"] == "ALREADY_EXISTS"
+    # Another tenant may use the name.
+    other = await factory.tenant()
+    assert (await create(client, other, {"name": "dup", "secretPath": "a"})).status_code == 201
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"name": "x", "secretPath": "a"}, "name"),
+        ({"name": "Upper", "secretPath": "a"}, "name"),
+        ({"name": "-bad", "secretPath": "a"}, "name"),
+        ({"name": "a" * 64, "secretPath": "a"}, "name"),
+        ({"secretPath": "a"}, "name"),
+        ({"name": "ok-name"}, "secretPath"),
+        ({"name": "ok-name", "secretPath": ""}, "secretPath"),
+        ({"name": "ok-name", "secretPath": "/abs/path"}, "secretPath"),
+        ({"name": "ok-name", "secretPath": "folder/"}, "secretPath"),
+        ({"name": "ok-name", "secretPath": "a//b"}, "secretPath"),
+        ({"name": "ok-name", "secretPath": "a/../b"}, "secretPath"),
+        ({"name": "ok-name", "secretPath": ".."}, "secretPath"),
+        ({"name": "ok-name", "secretPath": "a/./b"}, "secretPath"),
+        ({"name": "ok-name", "secretPath": "has space"}, "secretPath"),
+        ({"name": "ok-name", "secretPath": "a?b"}, "secretPath"),
+        ({"name": "ok-name", "secretPath": "x" * 256}, "secretPath"),
+        ({"name": "ok-name", "secretPath": 5}, "secretPath"),
+        ({"name": "ok-name", "secretPath": "a", "sync": "prod"}, "sync"),
+        ({"name": "ok-name", "secretPath": "a", "sync": [{"namespace": "n"}]}, "sync[0].cluster"),
+        (
+            {"name": "ok-name", "secretPath": "a", "sync": [{"cluster": "prod"}]},
+            "sync[0].namespace",
+        ),
+    ],
+)
+async def test_invalid_create_bodies_name_the_field(
+    client: httpx.AsyncClient, factory: Factory, body: dict[str, Any], field: str
+) -> None:
+    tenant = await factory.tenant()
+    assert_invalid(await create(client, tenant, body), field, "VALIDATION_FAILED")
+
+
+@pytest.mark.parametrize(
+    ("target", "field"),
+    [
+        ({"cluster": "Prod", "namespace": "default"}, "sync[1].cluster"),
+        ({"cluster": "prod", "namespace": "Default"}, "sync[1].namespace"),
+        ({"cluster": "prod", "namespace": "has.dot"}, "sync[1].namespace"),
+        ({"cluster": "prod", "namespace": "n" * 64}, "sync[1].namespace"),
+        ({"cluster": "prod", "namespace": "ns", "secretName": "Bad_Name"}, "sync[1].secretName"),
+        ({"cluster": "prod", "namespace": "ns", "secretName": ".lead"}, "sync[1].secretName"),
+        ({"cluster": "prod", "namespace": "ns", "secretName": "s" * 254}, "sync[1].secretName"),
+        ({"cluster": "prod", "namespace": "ns", "secretName": ""}, "sync[1].secretName"),
+    ],
+)
+async def test_invalid_sync_targets_name_the_field(
+    client: httpx.AsyncClient, factory: Factory, target: dict[str, Any], field: str
+) -> None:
+    tenant = await factory.tenant()
+    await factory.cluster(tenant.id, "prod")
+    body = {
+        "name": "s1",
+        "secretPath": "a",
+        "sync": [{"cluster": "prod", "namespace": "a"}, target],
+    }
+    assert_invalid(await create(client, tenant, body), field, "VALIDATION_FAILED")
+
+
+async def test_unknown_fields_are_refused(client: httpx.AsyncClient, factory: Factory) -> None:
+    tenant = await factory.tenant()
+    await factory.cluster(tenant.id, "prod")
+    top = await create(client, tenant, {"name": "s1", "secretPath": "a", "value": "hunter2"})
+    assert_invalid(top, "value", "UNKNOWN_FIELD")
+    nested = await create(
+        client,
+        tenant,
+        {"name": "s1", "secretPath": "a", "sync": [{"cluster": "prod", "namespace": "a", "x": 1}]},
+    )
+    assert_invalid(nested, "sync[0].x", "UNKNOWN_FIELD")
+
+
+async def test_target_cluster_must_be_a_live_cluster_of_this_tenant(
+    client: httpx.AsyncClient, factory: Factory
+) -> None:
+    tenant = await factory.tenant()
+    other = await factory.tenant()
+    await factory.cluster(tenant.id, "prod")
+    await factory.cluster(other.id, "theirs")
+    await factory.cluster(tenant.id, "going", deleting=True)
+    await factory.cluster(tenant.id, "booting", phase=ClusterPhase.provisioning)
+    for missing in ("nope", "theirs", "going"):
+        body = {
+            "name": "s1",
+            "secretPath": "a",
+            "sync": [{"cluster": "prod", "namespace": "a"}, {"cluster": missing, "namespace": "a"}],
+        }
+        assert_invalid(await create(client, tenant, body), "sync[1].cluster", "UNKNOWN_CLUSTER")
+    # A cluster that is not Running yet is a valid target (its status says ClusterNotReady).
+    body = {"name": "s1", "secretPath": "a", "sync": [{"cluster": "booting", "namespace": "a"}]}
+    assert (await create(client, tenant, body)).status_code == 201
+
+
+async def test_duplicate_targets_are_refused(client: httpx.AsyncClient, factory: Factory) -> None:
+    tenant = await factory.tenant()
+    await factory.cluster(tenant.id, "prod")
+    body = {
+        "name": "app",
+        "secretPath": "a",
+        "sync": [
+            {"cluster": "prod", "namespace": "a"},
+            {"cluster": "prod", "namespace": "b"},
+            # Same as sync[0] once secretName takes its default.
+            {"cluster": "prod", "namespace": "a", "secretName": "app"},
+        ],
+    }
+    assert_invalid(await create(client, tenant, body), "sync[2]", "DUPLICATE_SYNC_TARGET")
+    # The same namespace with another secretName is a different target.
+    body["sync"][2]["secretName"] = "app-copy"
+    assert (await create(client, tenant, body)).status_code == 201
+
+
+async def test_patch_replaces_the_targets(client: httpx.AsyncClient, factory: Factory) -> None:
+    tenant = await factory.tenant()
+    await factory.cluster(tenant.id, "prod")
+    await factory.cluster(tenant.id, "stage")
+    created = await create(
+        client,
+        tenant,
+        {"name": "app", "secretPath": "a", "sync": [{"cluster": "prod", "namespace": "a"}]},
+    )
+    path = f"{tenant.path}/secrets/app"
+    patched = await client.patch(
+        path,
+        json={"sync": [{"cluster": "stage", "namespace": "b", "secretName": "renamed"}]},
+        headers=bearer(tenant.admin_key),
+    )
+    assert patched.status_code == 200, patched.text
+    body = patched.json()
+    assert body["sync"] == [{"cluster": "stage", "namespace": "b", "secretName": "renamed"}]
+    assert [s["cluster"] for s in body["status"]["syncStatuses"]] == ["stage"]
+    assert body["secretPath"] == "a"
+    assert body["createdAt"] == created.json()["createdAt"]
+    assert int(body["resourceVersion"]) > int(created.json()["resourceVersion"])
+    assert patched.headers["ETag"] == f'"{body["resourceVersion"]}"'
+
+    emptied = await client.patch(path, json={"sync": []}, headers=bearer(tenant.admin_key))
+    assert emptied.status_code == 200
+    assert emptied.json()["sync"] == []
+    assert emptied.json()["status"]["syncStatuses"] == []
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "code"),
+    [
+        ({}, "sync", "VALIDATION_FAILED"),
+        ({"sync": None}, "sync", "VALIDATION_FAILED"),
+        ({"sync": [], "secretPath": "other"}, "secretPath", "UNKNOWN_FIELD"),
+        ({"sync": [], "name": "other"}, "name", "UNKNOWN_FIELD"),
+        ({"sync": [{"cluster": "prod"}]}, "sync[0].namespace", "VALIDATION_FAILED"),
+        ({"sync": [{"cluster": "nope", "namespace": "a"}]}, "sync[0].cluster", "UNKNOWN_CLUSTER"),
+        (
+            {
+                "sync": [
+                    {"cluster": "prod", "namespace": "a"},
+                    {"cluster": "prod", "namespace": "a"},
+                ]
+            },
+            "sync[1]",
+            "DUPLICATE_SYNC_TARGET",
+        ),
+    ],
+)
+async def test_invalid_patch_bodies(
+    client: httpx.AsyncClient, factory: Factory, body: dict[str, Any], field: str, code: str
+) -> None:
+    tenant = await factory.tenant()
+    await factory.cluster(tenant.id, "prod")
+    await create(client, tenant, {"name": "app", "secretPath": "a"})
+    response = await client.patch(
+        f"{tenant.path}/secrets/app", json=body, headers=bearer(tenant.admin_key)
+    )
+    assert_invalid(response, field, code)
+
+
+async def test_patch_with_if_match(client: httpx.AsyncClient, factory: Factory) -> None:
+    tenant = await factory.tenant()
+    await factory.cluster(tenant.id, "prod")
+    await create(client, tenant, {"name": "app", "secretPath": "a"})
+    path = f"{tenant.path}/secrets/app"
+    # Let the reconciler settle, so that the ETag read below stays current.
+    await wait_for_phase(client, path, tenant.admin_key, "Synced")
+    etag = (await client.get(path, headers=bearer(tenant.admin_key))).headers["ETag"]
+    first = await client.patch(
+        path,
+        json={"sync": [{"cluster": "prod", "namespace": "a"}]},
+        headers={**bearer(tenant.admin_key), "If-Match": etag},
+    )
+    assert first.status_code == 200, first.text
+    stale = await client.patch(
+        path, json={"sync": []}, headers={**bearer(tenant.admin_key), "If-Match": etag}
+    )
+    assert stale.status_code == 412
+    assert stale.json()["code"] == "PRECONDITION_FAILED"
+    # The stale write changed nothing.
+    current = (await client.get(path, headers=bearer(tenant.admin_key))).json()
+    assert current["sync"] == [{"cluster": "prod", "namespace": "a", "secretName": "app"}]
+    wildcard = await client.patch(
+        path, json={"sync": []}, headers={**bearer(tenant.admin_key), "If-Match": "*"}
+    )
+    assert wildcard.status_code == 200
+
+
+async def test_missing_and_invalid_names(client: httpx.AsyncClient, factory: Factory) -> None:
+    tenant = await factory.tenant()
+    headers = bearer(tenant.admin_key)
+    assert (await client.get(f"{tenant.path}/secrets/absent", headers=headers)).status_code == 404
+    patched = await client.patch(
+        f"{tenant.path}/secrets/absent", json={"sync": []}, headers=headers
+    )
+    assert patched.status_code == 404
+    deleted = await client.delete(f"{tenant.path}/secrets/absent", headers=headers)
+    assert deleted.status_code == 404
+    invalid = await client.get(f"{tenant.path}/secrets/Not_Valid", headers=headers)
+    assert_invalid(invalid, "name", "INVALID_NAME")
+
+
+async def test_members_read_and_admins_write(client: httpx.AsyncClient, factory: Factory) -> None:
+    tenant = await factory.tenant()
+    outsider = await factory.tenant()
+    await factory.cluster(tenant.id, "prod")
+    assert (await create(client, tenant, {"name": "app", "secretPath": "a"})).status_code == 201
+    secrets = f"{tenant.path}/secrets"
+    readonly = bearer(tenant.readonly_key)
+
+    assert (await client.get(secrets, headers=readonly)).status_code == 200
+    assert (await client.get(f"{secrets}/app", headers=readonly)).status_code == 200
+    body = {"name": "other", "secretPath": "a"}
+    assert (await client.post(secrets, json=body, headers=readonly)).status_code == 403
+    patch = {"sync": [{"cluster": "prod", "namespace": "a"}]}
+    assert (await client.patch(f"{secrets}/app", json=patch, headers=readonly)).status_code == 403
+    assert (await client.delete(f"{secrets}/app", headers=readonly)).status_code == 403
+
+    foreign = bearer(outsider.admin_key)
+    assert (await client.get(secrets, headers=foreign)).status_code == 403
+    assert (await client.get(f"{secrets}/app", headers=foreign)).status_code == 403
+    assert (await client.delete(f"{secrets}/app", headers=foreign)).status_code == 403
+    assert (await client.get(secrets)).status_code == 401
+    # Nothing changed.
+    listed = await client.get(secrets, headers=readonly)
+    assert [item["name"] for item in listed.json()["items"]] == ["app"]
+    assert listed.json()["items"][0]["sync"] == []
+
+
+async def test_delete_hides_the_secret_and_frees_its_name(
+    client: httpx.AsyncClient, factory: Factory
+) -> None:
+    tenant = await factory.tenant()
+    await create(client, tenant, {"name": "app", "secretPath": "a"})
+    headers = bearer(tenant.admin_key)
+    stale = await client.delete(
+        f"{tenant.path}/secrets/app", headers={**headers, "If-Match": '"999"'}
+    )
+    assert stale.status_code == 412
+    deleted = await client.delete(f"{tenant.path}/secrets/app", headers=headers)
+    assert deleted.status_code == 204
+    assert deleted.content == b""
+    assert (await client.get(f"{tenant.path}/secrets/app", headers=headers)).status_code == 404
+    listed = await client.get(f"{tenant.path}/secrets", headers=headers)
+    assert listed.json()["items"] == []
+    assert (await client.delete(f"{tenant.path}/secrets/app", headers=headers)).status_code == 404
+    again = await create(client, tenant, {"name": "app", "secretPath": "b"})
+    assert again.status_code == 201
+    assert again.json()["secretPath"] == "b"
