@@ -197,19 +197,16 @@ async def test_target_cluster_must_be_a_live_cluster_of_this_tenant(
 async def test_duplicate_targets_are_refused(client: httpx.AsyncClient, factory: Factory) -> None:
     tenant = await factory.tenant()
     await factory.cluster(tenant.id, "prod")
-    body = {
-        "name": "app",
-        "secretPath": "a",
-        "sync": [
-            {"cluster": "prod", "namespace": "a"},
-            {"cluster": "prod", "namespace": "b"},
-            # Same as sync[0] once secretName takes its default.
-            {"cluster": "prod", "namespace": "a", "secretName": "app"},
-        ],
-    }
+    targets: list[dict[str, str]] = [
+        {"cluster": "prod", "namespace": "a"},
+        {"cluster": "prod", "namespace": "b"},
+        # Same as sync[0] once secretName takes its default.
+        {"cluster": "prod", "namespace": "a", "secretName": "app"},
+    ]
+    body = {"name": "app", "secretPath": "a", "sync": targets}
     assert_invalid(await create(client, tenant, body), "sync[2]", "DUPLICATE_SYNC_TARGET")
     # The same namespace with another secretName is a different target.
-    body["sync"][2]["secretName"] = "app-copy"
+    targets[2]["secretName"] = "app-copy"
     assert (await create(client, tenant, body)).status_code == 201
 
 
