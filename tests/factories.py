@@ -139,3 +139,16 @@ class Factory:
 
         async with self.database.transaction() as session:
             await session.execute(delete(Cluster).where(Cluster.uid == cluster.uid))
+
+    async def request_cluster_deletion(self, cluster: ClusterFixture) -> None:
+        """What DELETE on a cluster records: the cluster is Terminating."""
+        from sqlalchemy import update
+
+        from tenantplane.db.base import utcnow
+
+        async with self.database.transaction() as session:
+            await session.execute(
+                update(Cluster)
+                .where(Cluster.uid == cluster.uid)
+                .values(deletion_requested_at=utcnow(), phase=ClusterPhase.terminating.value)
+            )

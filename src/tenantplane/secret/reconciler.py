@@ -294,8 +294,11 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
     ) -> None:
         now = utcnow()
         phase = overall_phase(outcome.statuses)
+        if phase is SyncPhase.synced and outcome.removals_pending:
+            # Desired state is not reached while a removed target's copy is still there.
+            phase = SyncPhase.pending
         conditions = _conditions(snapshot, outcome, phase, now)
-        settled = phase is SyncPhase.synced and outcome.removals_pending == 0
+        settled = phase is SyncPhase.synced
         values: dict[str, Any] = {
             "applied": outcome.applied,
             "observed_generation": snapshot.generation,
@@ -343,8 +346,7 @@ def _conditions(
     snapshot: SecretView, outcome: SyncOutcome, phase: SyncPhase, now: datetime
 ) -> list[dict[str, Any]]:
     status, reason, message = ready_condition(outcome.statuses, phase, observed=True)
-    if status == "True" and outcome.removals_pending:
-        status, reason = "False", Reason.sync_pending
+    if outcome.removals_pending:
         message = f"{message}; {outcome.removals_pending} removed copies still to delete"
     ready = condition(
         snapshot.conditions,

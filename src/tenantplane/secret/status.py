@@ -98,7 +98,7 @@ def ready_condition(
         return "False", Reason.reconciling, "waiting for the sync controller"
     total = len(statuses)
     synced = sum(1 for entry in statuses if entry["phase"] == SyncPhase.synced.value)
-    if total == 0:
+    if total == 0 and phase is SyncPhase.synced:
         return "True", Reason.no_targets, "no sync targets: nothing to sync"
     counted = f"{synced} of {total} targets synced"
     if phase is SyncPhase.synced:
