@@ -31,3 +31,26 @@ def raw_keys_in_postgres(url: str) -> list[bytes]:
             for (row,) in connection.execute(f"SELECT t::text FROM {table} t"):  # noqa: S608
                 found += RAW_KEY.findall(row.encode())
     return found
+
+
+def needles_in_database(url: str, needles: list[bytes]) -> list[bytes]:
+    """Which of ``needles`` occur anywhere in the database (every table, every row)."""
+    if make_url(url).get_backend_name() == "sqlite":
+        database_file = Path(make_url(url).database or "")
+        blobs = [
+            path.read_bytes()
+            for path in (database_file, Path(f"{database_file}-wal"))
+            if path.exists()
+        ]
+    else:
+        dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+        blobs = []
+        with psycopg.connect(dsn) as connection:
+            tables = connection.execute(
+                "SELECT quote_ident(table_name) FROM information_schema.tables "
+                "WHERE table_schema = 'public'"
+            ).fetchall()
+            for (table,) in tables:
+                for (row,) in connection.execute(f"SELECT t::text FROM {table} t"):  # noqa: S608
+                    blobs.append(row.encode())
+    return [needle for needle in needles if any(needle in blob for blob in blobs)]
