@@ -4,6 +4,7 @@ from fastapi import APIRouter, Response, status
 
 from tenantplane.db.session import SessionDep
 from tenantplane.http.auth import TenantAdmin, TenantMember
+from tenantplane.http.errors import error_responses
 from tenantplane.http.etag import IfMatch, set_etag
 from tenantplane.http.schemas import ItemList
 from tenantplane.secret import service
@@ -12,7 +13,7 @@ from tenantplane.secret.schemas import SecretCreate, SecretRead, SecretUpdate
 router = APIRouter(prefix="/tenants/{tenant}/secrets", tags=["secrets"])
 
 
-@router.post("", status_code=status.HTTP_201_CREATED)
+@router.post("", status_code=status.HTTP_201_CREATED, responses=error_responses(409))
 async def create_secret(
     principal: TenantAdmin, body: SecretCreate, session: SessionDep, response: Response
 ) -> SecretRead:
@@ -27,7 +28,7 @@ async def list_secrets(principal: TenantMember, session: SessionDep) -> ItemList
     return ItemList[SecretRead](items=[SecretRead.of(secret) for secret in secrets])
 
 
-@router.get("/{name}")
+@router.get("/{name}", responses=error_responses(404))
 async def get_secret(
     principal: TenantMember, name: str, session: SessionDep, response: Response
 ) -> SecretRead:
@@ -36,7 +37,7 @@ async def get_secret(
     return SecretRead.of(secret)
 
 
-@router.patch("/{name}")
+@router.patch("/{name}", responses=error_responses(404, 412))
 async def patch_secret(
     principal: TenantAdmin,
     name: str,
@@ -50,7 +51,9 @@ async def patch_secret(
     return SecretRead.of(secret)
 
 
-@router.delete("/{name}", status_code=status.HTTP_204_NO_CONTENT)
+@router.delete(
+    "/{name}", status_code=status.HTTP_204_NO_CONTENT, responses=error_responses(404, 412)
+)
 async def delete_secret(
     principal: TenantAdmin, name: str, session: SessionDep, if_match: IfMatch = None
 ) -> None:
