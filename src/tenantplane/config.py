@@ -86,6 +86,15 @@ class Settings(BaseSettings):
             ipaddress.ip_network(entry, strict=False)
         return value
 
+    @field_validator("vault_mount_template")
+    @classmethod
+    def _check_mount_template(cls, value: str) -> str:
+        if "{tenant}" not in value or value.format(tenant="x").strip("/") != value.format(
+            tenant="x"
+        ):
+            raise ValueError("must contain {tenant} and no leading or trailing '/'")
+        return value
+
     @field_validator("rate_limit")
     @classmethod
     def _check_rate_limit(cls, value: str) -> str:
