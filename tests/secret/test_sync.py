@@ -3,17 +3,21 @@ which cluster namespace, per-target status, overall phase and conditions."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import httpx
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
+from sqlalchemy.ext.asyncio import AsyncSession
 
-from tenantplane.cluster.models import ClusterPhase
+from tenantplane.cluster.models import Cluster, ClusterPhase
 from tenantplane.db.engine import Database
 from tenantplane.providers.sync.simulator import SimulatorSyncProvider
+from tenantplane.secret import service as secret_service
 from tenantplane.secret.models import Secret
-from tests.factories import Factory, TenantFixture
-from tests.http_client import bearer
+from tests.conftest import make_settings
+from tests.factories import ClusterFixture, Factory, TenantFixture
+from tests.http_client import api_client, bearer, running_app
 from tests.secret.support import (
     all_copies,
     condition,
@@ -304,3 +308,34 @@ async def test_a_recreated_secret_keeps_its_copy(
     async with database.sessionmaker() as session:
         live_uid = await session.scalar(select(Secret.uid))
     assert [(c.namespace, c.name, c.owner_uid) for c in copies] == [("a", "app", live_uid)]
+
+
+async def test_clusters_changed_wakes_the_secrets_of_a_cluster_at_once(
+    factory: Factory, database: Database, database_url: str, tmp_path: Path
+) -> None:
+    """The hook for the cluster feature: no waiting for the (here hour-long) resync."""
+    settings = make_settings(
+        database_url,
+        tmp_path,
+        secret_resync_seconds=3600,
+        secret_retry_seconds=3600,
+        reconcile_idle_poll_seconds=3600,
+    )
+    tenant = await factory.tenant()
+    doomed = await factory.cluster(tenant.id, "doomed")
+    async with running_app(settings) as app, api_client(app) as client:
+        await create(client, tenant, "app", [{"cluster": "doomed", "namespace": "a"}])
+        path = f"{tenant.path}/secrets/app"
+        await wait_for_phase(client, path, tenant.admin_key, "Synced")
+        async with database.transaction() as session:
+            await factory_delete_and_notify(session, tenant.id, doomed)
+        body = await wait_for_phase(client, path, tenant.admin_key, "Failed")
+    assert target_statuses(body) == [("doomed", "a", "app", "Failed", "ClusterDeleted")]
+
+
+async def factory_delete_and_notify(
+    session: AsyncSession, tenant_id: int, cluster: ClusterFixture
+) -> None:
+    """What the cluster feature does when a deletion completes, in one transaction."""
+    await session.execute(delete(Cluster).where(Cluster.uid == cluster.uid))
+    await secret_service.clusters_changed(session, tenant_id, [cluster.name])
