@@ -362,3 +362,20 @@ async def test_delete_hides_the_secret_and_frees_its_name(
     again = await create(client, tenant, {"name": "app", "secretPath": "b"})
     assert again.status_code == 201
     assert again.json()["secretPath"] == "b"
+
+
+async def test_patch_with_the_same_targets_changes_nothing(
+    client: httpx.AsyncClient, factory: Factory
+) -> None:
+    tenant = await factory.tenant()
+    await factory.cluster(tenant.id, "prod")
+    sync = [{"cluster": "prod", "namespace": "a"}]
+    await create(client, tenant, {"name": "app", "secretPath": "a", "sync": sync})
+    path = f"{tenant.path}/secrets/app"
+    settled = await wait_for_phase(client, path, tenant.admin_key, "Synced")
+    # The defaulted secretName spelled out is the same target.
+    same = [{"cluster": "prod", "namespace": "a", "secretName": "app"}]
+    patched = await client.patch(path, json={"sync": same}, headers=bearer(tenant.admin_key))
+    assert patched.status_code == 200
+    assert patched.json()["resourceVersion"] == settled["resourceVersion"]
+    assert patched.json()["status"]["phase"] == "Synced"

@@ -312,7 +312,12 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
                 visible, conditions=conditions, resource_version=table.c.resource_version + 1
             )
             if phase.value != snapshot.phase:
-                log.info("secret sync phase changed", secret=snapshot.name, phase=phase.value)
+                log.info(
+                    "secret sync phase changed",
+                    tenant=snapshot.tenant,
+                    secret=snapshot.name,
+                    phase=phase.value,
+                )
         await guard.update(**values)
 
     @staticmethod

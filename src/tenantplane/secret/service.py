@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Collection, Sequence
-from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -125,6 +124,8 @@ async def replace_targets(
     check_if_match(if_match, secret.resource_version)
     repository = SecretRepository.from_session(session)
     resolved = await resolve_targets(repository, tenant_id, secret.name, targets)
+    if resolved == secret.sync:
+        return secret  # nothing changes: no new generation, the ETag stays
     now = utcnow()
     secret.generation += 1
     secret.sync = resolved
@@ -154,8 +155,3 @@ async def clusters_changed(
     secrets syncing to it are looked at again at once instead of at their next resync."""
     if await SecretRepository.from_session(session).mark_due_for_clusters(tenant_id, cluster_names):
         wake_after_commit(session, RECONCILER)
-
-
-def describe(secret: Secret) -> dict[str, Any]:
-    """Fields for log lines: identifies the secret, never anything from the vault."""
-    return {"secret": secret.name, "tenant_id": secret.tenant_id, "generation": secret.generation}
