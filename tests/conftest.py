@@ -17,6 +17,7 @@ from tenantplane.db.models import Base
 from tests.backends import postgres_database, sqlite_database
 from tests.factories import Factory
 from tests.http_client import api_client, running_app
+from tests.oidc_provider import MockProvider, mock_provider
 
 BACKENDS = ["sqlite", "postgresql"]
 TEST_SECRET = "test-secret-key-for-api-key-hashes"
@@ -92,3 +93,10 @@ def factory(database: Database) -> Factory:
 @pytest.fixture
 def unique() -> str:
     return uuid.uuid4().hex[:8]
+
+
+@pytest.fixture(scope="session")
+def oidc_provider() -> Iterator[MockProvider]:
+    """oidc-provider-mock on loopback for the whole run (a real OpenID provider)."""
+    with mock_provider() as provider:
+        yield provider
