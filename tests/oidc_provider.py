@@ -20,9 +20,12 @@ import httpx
 # The mock is plain HTTP on loopback; authlib refuses that unless told otherwise.
 os.environ.setdefault("AUTHLIB_INSECURE_TRANSPORT", "1")
 
+# Imported first: it installs an "always" filter for its warnings, which ours must follow.
+import authlib.deprecate
+
 with warnings.catch_warnings():
     # authlib warns about its own deprecated modules, which the mock imports.
-    warnings.simplefilter("ignore", DeprecationWarning)
+    warnings.simplefilter("ignore", authlib.deprecate.AuthlibDeprecationWarning)
     import oidc_provider_mock
 
 CLIENT_ID = "tenantplane-tests"
@@ -43,6 +46,12 @@ class MockProvider:
         return cached
 
     def _issue(self, email: str, verified: bool) -> str:
+        with warnings.catch_warnings():
+            # The mock (0.3) uses authlib APIs that authlib now marks deprecated.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return self._authorize_and_exchange(email, verified)
+
+    def _authorize_and_exchange(self, email: str, verified: bool) -> str:
         subject = f"{email}|{verified}"
         with httpx.Client(base_url=self.issuer, timeout=10) as http:
             claims = {"email": email, "email_verified": verified}

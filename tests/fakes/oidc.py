@@ -63,6 +63,8 @@ class FakeProvider:
     keys: list[SigningKey]
     algorithms: list[str] = field(default_factory=lambda: ["RS256", "ES256"])
     available: bool = True
+    # The issuer the discovery document names (default: the real one).
+    announced_issuer: str | None = None
     discovery_requests: int = 0
     jwks_requests: int = 0
 
@@ -70,7 +72,7 @@ class FakeProvider:
     def issuer(self) -> str:
         return self.base_url
 
-    def claims(self, email: str, **overrides: Any) -> dict[str, Any]:
+    def claims(self, email: str, /, **overrides: Any) -> dict[str, Any]:
         now = int(time.time())
         claims: dict[str, Any] = {
             "iss": self.issuer,
@@ -118,7 +120,7 @@ class FakeProvider:
 
     def discovery(self) -> dict[str, Any]:
         return {
-            "issuer": self.issuer,
+            "issuer": self.announced_issuer or self.issuer,
             "jwks_uri": f"{self.base_url}/jwks",
             "id_token_signing_alg_values_supported": self.algorithms,
             "response_types_supported": ["code"],

@@ -135,7 +135,8 @@ def _verified_email(claims: Mapping[str, Any]) -> str:
     if not isinstance(email, str) or not email:
         raise Unauthenticated("token carries no email")
     # Some providers (Cognito) send the boolean as a string.
-    if claims.get("email_verified") not in (True, "true"):
+    verified = claims.get("email_verified")
+    if verified is not True and verified != "true":
         raise Unauthenticated("token email is not verified")
     try:
         return normalise_email(email)
