@@ -15,7 +15,10 @@ from dataclasses import dataclass
 from fastapi import FastAPI
 from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute, RouteContext, iter_route_contexts
+from pydantic import SecretStr
 
+from tenantplane.app import create_app
+from tenantplane.config import Settings
 from tenantplane.http.auth import Access, access_level_of
 
 STRICTNESS = [Access.public, Access.authenticated, Access.member, Access.admin]
@@ -80,3 +83,14 @@ def operations(app: FastAPI) -> list[Operation]:
         methods = (route.methods or {"GET"}) - IGNORED_METHODS
         found.extend(Operation(method, path, level) for method in methods)
     return sorted(found, key=str)
+
+
+def introspection_app() -> FastAPI:
+    """The app with every route, built only to be read (nothing connects or fetches)."""
+    settings = Settings(
+        _env_file=None,
+        database_url="sqlite+aiosqlite://",
+        secret_key=SecretStr("introspection-only"),
+        oidc_issuer=None,
+    )
+    return create_app(settings)

@@ -21,7 +21,7 @@ import httpx
 os.environ.setdefault("AUTHLIB_INSECURE_TRANSPORT", "1")
 
 # Imported first: it installs an "always" filter for its warnings, which ours must follow.
-import authlib.deprecate
+import authlib.deprecate  # type: ignore[import-untyped]
 
 with warnings.catch_warnings():
     # authlib warns about its own deprecated modules, which the mock imports.

@@ -19,16 +19,14 @@ from typing import Any
 
 import httpx
 import pytest
-from fastapi import FastAPI, Request
+from fastapi import Request
 from sqlalchemy import select
 
-from tenantplane.app import create_app
-from tenantplane.config import Settings
 from tenantplane.db.engine import Database
 from tenantplane.db.models import Base
 from tenantplane.http.auth import Access, TenantMember
 from tenantplane.member.models import Role
-from tests.access import Operation, UndeclaredAccess, operations
+from tests.access import Operation, UndeclaredAccess, introspection_app, operations
 from tests.conftest import make_settings
 from tests.factories import Factory
 from tests.http_client import BASE_URL, api_client, bearer, running_app
@@ -75,17 +73,7 @@ CALLERS = [
 ]
 
 
-def _collection_app() -> FastAPI:
-    settings = Settings(
-        _env_file=None,
-        database_url="sqlite+aiosqlite://",
-        secret_key="collection-only",
-        oidc_issuer=None,
-    )
-    return create_app(settings)
-
-
-OPERATIONS = operations(_collection_app())
+OPERATIONS = operations(introspection_app())
 
 
 def fill_path(operation: Operation, tenant: str) -> str:
@@ -219,7 +207,7 @@ def test_tenant_paths_require_membership_and_only_they(operation: Operation) -> 
 
 
 def test_a_route_without_a_declared_level_fails() -> None:
-    app = _collection_app()
+    app = introspection_app()
 
     async def undeclared(tenant: str) -> dict[str, str]:
         return {"tenant": tenant}
@@ -234,7 +222,7 @@ def test_a_route_without_a_declared_level_fails() -> None:
 def test_a_level_declared_through_a_feature_dependency_counts() -> None:
     from fastapi import Depends
 
-    app = _collection_app()
+    app = introspection_app()
 
     async def feature_dependency(principal: TenantMember, request: Request) -> str:
         return principal.tenant_name
