@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import APIRouter, FastAPI
+from fastapi.openapi.utils import get_openapi
 from prometheus_client import CollectorRegistry
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
@@ -14,7 +16,7 @@ from tenantplane.apikey.routes import router as apikey_router
 from tenantplane.config import Settings
 from tenantplane.db.engine import Database
 from tenantplane.http.body_limit import RequestBodyMiddleware
-from tenantplane.http.errors import install_error_handlers
+from tenantplane.http.errors import error_responses, install_error_handlers
 from tenantplane.http.observability import HttpMetrics, ObservabilityMiddleware
 from tenantplane.http.ratelimit import RateLimiter, RateLimitMiddleware
 from tenantplane.http.request_id import RequestIdMiddleware
@@ -28,10 +30,24 @@ FEATURE_ROUTERS = (tenant_router, member_router, apikey_router)
 
 
 def api_router() -> APIRouter:
-    router = APIRouter(prefix=API_PREFIX)
+    router = APIRouter(prefix=API_PREFIX, responses=error_responses(400, 401, 403, 429, 500))
     for feature in FEATURE_ROUTERS:
         router.include_router(feature)
     return router
+
+
+def openapi_document(app: FastAPI) -> dict[str, Any]:
+    """FastAPI's document, minus the 422 it adds: validation failures here are 400."""
+    if app.openapi_schema is None:
+        document = get_openapi(title=app.title, version=app.version, routes=app.routes)
+        for path_item in document.get("paths", {}).values():
+            for operation in path_item.values():
+                operation.get("responses", {}).pop("422", None)
+        schemas = document.get("components", {}).get("schemas", {})
+        for name in ("HTTPValidationError", "ValidationError"):
+            schemas.pop(name, None)
+        app.openapi_schema = document
+    return app.openapi_schema
 
 
 def create_app(
@@ -44,9 +60,17 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         database = Database.connect(settings.database_url)
         app.state.database = database
+        supervisor = None
+        if settings.run_reconcilers:
+            from tenantplane.reconcile.registry import build_supervisor
+
+            supervisor = build_supervisor(settings, database)
+            supervisor.start()
         try:
             yield
         finally:
+            if supervisor is not None:
+                await supervisor.stop()
             await database.dispose()
 
     app = FastAPI(
@@ -63,6 +87,7 @@ def create_app(
     app.state.rate_limiter = RateLimiter(settings, rate_limit_prefix)
 
     install_error_handlers(app)
+    app.openapi = lambda: openapi_document(app)  # type: ignore[method-assign]
     app.include_router(ops.router)
     app.include_router(api_router())
 
