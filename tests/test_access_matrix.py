@@ -162,6 +162,28 @@ def check(operation: Operation, caller: Caller, response: httpx.Response) -> Non
         assert "error" in response.json()
 
 
+async def check_public(
+    operation: Operation,
+    client: httpx.AsyncClient,
+    url: str,
+    headers: dict[str, dict[str, str]],
+    database: Database,
+) -> None:
+    """A public operation answers every caller alike: credentials neither open nor close
+    it. (It may still refuse a request on its own terms, e.g. a webhook whose signature
+    does not verify; then that refusal must change nothing.)"""
+    before = await snapshot(database)
+    statuses = {
+        caller.name: (await send(client, operation, url, headers[caller.name])).status_code
+        for caller in CALLERS
+    }
+    assert len(set(statuses.values())) == 1, f"{operation} answers callers differently: {statuses}"
+    (status,) = set(statuses.values())
+    assert status != 500, f"{operation}: 500"
+    if status in DENIED:
+        assert await snapshot(database) == before, f"a refused call to {operation} changed data"
+
+
 @pytest.mark.parametrize("operation", OPERATIONS, ids=str)
 async def test_access_matrix(
     operation: Operation,
@@ -173,6 +195,9 @@ async def test_access_matrix(
     level = operation.declared()
     tenant, headers = await credentials(factory, oidc_provider)
     url = BASE_URL + fill_path(operation, tenant)
+    if level is Access.public:
+        await check_public(operation, matrix_client, url, headers, database)
+        return
     denied = [c for c in CALLERS if c.expected(level) is not Outcome.allowed]
     allowed = [c for c in CALLERS if c.expected(level) is Outcome.allowed]
 
