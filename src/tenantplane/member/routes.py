@@ -4,6 +4,7 @@ from fastapi import APIRouter, Response, status
 
 from tenantplane.db.session import SessionDep
 from tenantplane.http.auth import TenantAdmin, TenantMember
+from tenantplane.http.errors import error_responses
 from tenantplane.http.etag import IfMatch, set_etag
 from tenantplane.http.schemas import ItemList
 from tenantplane.member import service
@@ -12,7 +13,7 @@ from tenantplane.member.schemas import MemberCreate, MemberRead, MemberUpdate
 router = APIRouter(prefix="/tenants/{tenant}/members", tags=["members"])
 
 
-@router.post("", status_code=status.HTTP_201_CREATED)
+@router.post("", status_code=status.HTTP_201_CREATED, responses=error_responses(409, 412))
 async def add_member(
     principal: TenantAdmin,
     body: MemberCreate,
@@ -35,7 +36,7 @@ async def list_members(
     return ItemList[MemberRead](items=[MemberRead.of(member) for member in listed.members])
 
 
-@router.get("/{email}")
+@router.get("/{email}", responses=error_responses(404))
 async def get_member(
     principal: TenantMember, email: str, session: SessionDep, response: Response
 ) -> MemberRead:
@@ -44,7 +45,7 @@ async def get_member(
     return MemberRead.of(member)
 
 
-@router.patch("/{email}")
+@router.patch("/{email}", responses=error_responses(404, 409, 412))
 async def change_member_role(
     principal: TenantAdmin,
     email: str,
@@ -60,7 +61,9 @@ async def change_member_role(
     return MemberRead.of(member)
 
 
-@router.delete("/{email}", status_code=status.HTTP_204_NO_CONTENT)
+@router.delete(
+    "/{email}", status_code=status.HTTP_204_NO_CONTENT, responses=error_responses(404, 409, 412)
+)
 async def remove_member(
     principal: TenantAdmin,
     email: str,
