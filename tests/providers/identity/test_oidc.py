@@ -6,6 +6,7 @@ Each case sends ``GET /tenants/{tenant}/members`` with the token; the member exi
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -193,6 +194,15 @@ async def test_keys_are_cached(
 ) -> None:
     for _ in range(3):
         assert (await call(client, tenant, idp.sign(idp.claims(EMAIL)))).status_code == 200
+    assert (idp.discovery_requests, idp.jwks_requests) == (1, 1)
+
+
+async def test_concurrent_first_requests_share_one_fetch(
+    client: httpx.AsyncClient, tenant: TenantFixture, idp: FakeProvider
+) -> None:
+    token = idp.sign(idp.claims(EMAIL))
+    responses = await asyncio.gather(*(call(client, tenant, token) for _ in range(8)))
+    assert [response.status_code for response in responses] == [200] * 8
     assert (idp.discovery_requests, idp.jwks_requests) == (1, 1)
 
 
