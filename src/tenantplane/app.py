@@ -21,10 +21,12 @@ from tenantplane.http.observability import HttpMetrics, ObservabilityMiddleware
 from tenantplane.http.ratelimit import RateLimiter, RateLimitMiddleware
 from tenantplane.http.request_id import RequestIdMiddleware
 from tenantplane.logging import configure_logging
+from tenantplane.member.routes import router as member_router
+from tenantplane.providers.identity import build_token_verifier
 from tenantplane.tenant.routes import router as tenant_router
 
 API_PREFIX = "/api/v1"
-FEATURE_ROUTERS = (tenant_router, apikey_router)
+FEATURE_ROUTERS = (tenant_router, member_router, apikey_router)
 
 
 def api_router() -> APIRouter:
@@ -80,7 +82,7 @@ def create_app(
     )
     app.state.settings = settings
     app.state.api_key_secret = settings.api_key_secret()
-    app.state.token_verifier = None
+    app.state.token_verifier = build_token_verifier(settings)
     app.state.metrics_registry = CollectorRegistry()
     app.state.rate_limiter = RateLimiter(settings, rate_limit_prefix)
 
