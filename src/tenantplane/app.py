@@ -30,7 +30,7 @@ FEATURE_ROUTERS = (tenant_router, member_router, apikey_router)
 
 
 def api_router() -> APIRouter:
-    router = APIRouter(prefix=API_PREFIX, responses=error_responses(400, 401, 403, 429, 500))
+    router = APIRouter(prefix=API_PREFIX, responses=error_responses(400, 401, 403, 429, 500, 503))
     for feature in FEATURE_ROUTERS:
         router.include_router(feature)
     return router
