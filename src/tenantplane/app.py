@@ -21,15 +21,17 @@ from tenantplane.http.observability import HttpMetrics, ObservabilityMiddleware
 from tenantplane.http.ratelimit import RateLimiter, RateLimitMiddleware
 from tenantplane.http.request_id import RequestIdMiddleware
 from tenantplane.logging import configure_logging
+from tenantplane.member.routes import router as member_router
+from tenantplane.providers.identity import build_token_verifier
 from tenantplane.secret.routes import router as secret_router
 from tenantplane.tenant.routes import router as tenant_router
 
 API_PREFIX = "/api/v1"
-FEATURE_ROUTERS = (tenant_router, apikey_router, secret_router)
+FEATURE_ROUTERS = (tenant_router, member_router, apikey_router, secret_router)
 
 
 def api_router() -> APIRouter:
-    router = APIRouter(prefix=API_PREFIX, responses=error_responses(400, 401, 403, 429, 500))
+    router = APIRouter(prefix=API_PREFIX, responses=error_responses(400, 401, 403, 429, 500, 503))
     for feature in FEATURE_ROUTERS:
         router.include_router(feature)
     return router
@@ -81,7 +83,7 @@ def create_app(
     )
     app.state.settings = settings
     app.state.api_key_secret = settings.api_key_secret()
-    app.state.token_verifier = None
+    app.state.token_verifier = build_token_verifier(settings)
     app.state.metrics_registry = CollectorRegistry()
     app.state.rate_limiter = RateLimiter(settings, rate_limit_prefix)
 
