@@ -339,3 +339,31 @@ async def factory_delete_and_notify(
     """What the cluster feature does when a deletion completes, in one transaction."""
     await session.execute(delete(Cluster).where(Cluster.uid == cluster.uid))
     await secret_service.clusters_changed(session, tenant_id, [cluster.name])
+
+
+async def test_a_copy_in_place_is_not_written_again(
+    client: httpx.AsyncClient, factory: Factory, database: Database
+) -> None:
+    tenant = await factory.tenant()
+    prod = await factory.cluster(tenant.id, "prod")
+    await create(client, tenant, "app", [{"cluster": "prod", "namespace": "a"}])
+    path = f"{tenant.path}/secrets/app"
+    first = await wait_for_phase(client, path, tenant.admin_key, "Synced")
+    # Another target makes the reconciler pass over the first one again.
+    await patch(
+        client,
+        tenant,
+        "app",
+        [{"cluster": "prod", "namespace": "a"}, {"cluster": "prod", "namespace": "b"}],
+    )
+    second = await wait_for_phase(client, path, tenant.admin_key, "Synced")
+    assert len(second["status"]["syncStatuses"]) == 2
+    assert (
+        second["status"]["syncStatuses"][0]["lastSyncTime"]
+        == first["status"]["syncStatuses"][0]["lastSyncTime"]
+    )
+    writes = {
+        (copy.namespace, copy.write_count)
+        for copy in await SimulatorSyncProvider(database).copies(prod.uid)
+    }
+    assert writes == {("a", 1), ("b", 1)}

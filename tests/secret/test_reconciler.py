@@ -1,0 +1,128 @@
+"""The secret reconciler's steps driven one at a time (no runner), to show what happens when
+desired state changes between ``act`` and ``apply``."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from sqlalchemy import select
+
+from tenantplane.db.engine import Database
+from tenantplane.reconcile.fetcher import Fetcher
+from tenantplane.reconcile.registry import ReconcileContext
+from tenantplane.secret.models import Secret
+from tenantplane.secret.reconciler import build_secret_reconciler
+from tests.conftest import make_settings
+from tests.factories import Factory
+from tests.http_client import api_client, bearer, running_app
+from tests.secret.support import copies_in, target_statuses
+
+
+async def one_pass(database: Database, context: ReconcileContext) -> None:
+    reconciler = build_secret_reconciler(context)
+    assert reconciler is not None
+    [lease] = await Fetcher(database, Secret.__table__, "test").lease(1, timedelta(seconds=30))
+    async with database.transaction() as session:
+        snapshot = await reconciler.load(session, lease.row_id)
+    outcome = await reconciler.act(snapshot)
+    async with database.transaction() as session:
+        await reconciler.apply(session, lease.guard(session), snapshot, outcome)
+
+
+async def test_a_patch_during_a_pass_is_not_overwritten_by_it(
+    factory: Factory, database: Database, database_url: str, tmp_path: Path
+) -> None:
+    settings = make_settings(database_url, tmp_path, run_reconcilers=False)
+    context = ReconcileContext(settings, database)
+    tenant = await factory.tenant()
+    prod = await factory.cluster(tenant.id, "prod")
+    stage = await factory.cluster(tenant.id, "stage")
+    async with running_app(settings) as app, api_client(app) as client:
+        headers = bearer(tenant.admin_key)
+        created = await client.post(
+            f"{tenant.path}/secrets",
+            json={
+                "name": "app",
+                "secretPath": "a",
+                "sync": [{"cluster": "prod", "namespace": "a"}],
+            },
+            headers=headers,
+        )
+        assert created.status_code == 201
+
+        reconciler = build_secret_reconciler(context)
+        assert reconciler is not None
+        fetcher = Fetcher(database, Secret.__table__, "test")
+        [lease] = await fetcher.lease(10, timedelta(seconds=30))
+        async with database.transaction() as session:
+            snapshot = await reconciler.load(session, lease.row_id)
+        outcome = await reconciler.act(snapshot)  # places prod/a
+        assert await copies_in(database, prod.uid) == {("a", "app")}
+
+        # The targets change while the pass is between act and apply.
+        patched = await client.patch(
+            f"{tenant.path}/secrets/app",
+            json={"sync": [{"cluster": "stage", "namespace": "b"}]},
+            headers=headers,
+        )
+        assert patched.status_code == 200
+        async with database.transaction() as session:
+            await reconciler.apply(session, lease.guard(session), snapshot, outcome)
+
+        # The stale pass did not write the old targets' status over the new spec …
+        body = (await client.get(f"{tenant.path}/secrets/app", headers=headers)).json()
+        assert target_statuses(body) == [("stage", "b", "app", "Pending", "Reconciling")]
+        assert body["status"]["phase"] == "Pending"
+        async with database.sessionmaker() as session:
+            row = (await session.execute(select(Secret))).scalar_one()
+        # … but recorded the copy it placed, released its lease and left the row due.
+        assert [entry["clusterUid"] for entry in row.applied] == [prod.uid]
+        assert row.lock_token is None
+        assert row.reconcile_at is not None
+        assert row.observed_generation == 0
+
+        # The next pass moves the copy.
+        await one_pass(database, context)
+        body = (await client.get(f"{tenant.path}/secrets/app", headers=headers)).json()
+        assert target_statuses(body) == [("stage", "b", "app", "Synced", "Synced")]
+        assert body["status"]["phase"] == "Synced"
+    assert await copies_in(database, prod.uid) == set()
+    assert await copies_in(database, stage.uid) == {("b", "app")}
+
+
+async def test_a_pass_that_lost_its_lease_writes_nothing(
+    factory: Factory, database: Database, database_url: str, tmp_path: Path
+) -> None:
+    settings = make_settings(database_url, tmp_path, run_reconcilers=False)
+    context = ReconcileContext(settings, database)
+    tenant = await factory.tenant()
+    await factory.cluster(tenant.id, "prod")
+    async with running_app(settings) as app, api_client(app) as client:
+        headers = bearer(tenant.admin_key)
+        created = await client.post(
+            f"{tenant.path}/secrets",
+            json={
+                "name": "app",
+                "secretPath": "a",
+                "sync": [{"cluster": "prod", "namespace": "a"}],
+            },
+            headers=headers,
+        )
+        version = created.json()["resourceVersion"]
+        reconciler = build_secret_reconciler(context)
+        assert reconciler is not None
+        # A lease that has already expired: another worker may take the row over.
+        [stale] = await Fetcher(database, Secret.__table__, "slow").lease(1, timedelta(0))
+        async with database.transaction() as session:
+            snapshot = await reconciler.load(session, stale.row_id)
+        outcome = await reconciler.act(snapshot)
+        [fresh] = await Fetcher(database, Secret.__table__, "fast").lease(1, timedelta(seconds=30))
+        async with database.transaction() as session:
+            await reconciler.apply(session, stale.guard(session), snapshot, outcome)
+        body = (await client.get(f"{tenant.path}/secrets/app", headers=headers)).json()
+        assert body["resourceVersion"] == version
+        assert body["status"]["phase"] == "Pending"
+        async with database.sessionmaker() as session:
+            row = (await session.execute(select(Secret))).scalar_one()
+        assert row.lock_token == fresh.token
