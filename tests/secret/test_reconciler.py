@@ -12,17 +12,19 @@ from tenantplane.db.engine import Database
 from tenantplane.reconcile.fetcher import Fetcher
 from tenantplane.reconcile.registry import ReconcileContext
 from tenantplane.secret.models import Secret
-from tenantplane.secret.reconciler import build_secret_reconciler
+from tenantplane.secret.reconciler import SecretReconciler, build_secret_reconciler
 from tests.conftest import make_settings
 from tests.factories import Factory
 from tests.http_client import api_client, bearer, running_app
 from tests.secret.support import copies_in, target_statuses
 
+SECRETS = SecretReconciler.table
+
 
 async def one_pass(database: Database, context: ReconcileContext) -> None:
     reconciler = build_secret_reconciler(context)
     assert reconciler is not None
-    [lease] = await Fetcher(database, Secret.__table__, "test").lease(1, timedelta(seconds=30))
+    [lease] = await Fetcher(database, SECRETS, "test").lease(1, timedelta(seconds=30))
     async with database.transaction() as session:
         snapshot = await reconciler.load(session, lease.row_id)
     outcome = await reconciler.act(snapshot)
@@ -53,7 +55,7 @@ async def test_a_patch_during_a_pass_is_not_overwritten_by_it(
 
         reconciler = build_secret_reconciler(context)
         assert reconciler is not None
-        fetcher = Fetcher(database, Secret.__table__, "test")
+        fetcher = Fetcher(database, SECRETS, "test")
         [lease] = await fetcher.lease(10, timedelta(seconds=30))
         async with database.transaction() as session:
             snapshot = await reconciler.load(session, lease.row_id)
@@ -113,11 +115,11 @@ async def test_a_pass_that_lost_its_lease_writes_nothing(
         reconciler = build_secret_reconciler(context)
         assert reconciler is not None
         # A lease that has already expired: another worker may take the row over.
-        [stale] = await Fetcher(database, Secret.__table__, "slow").lease(1, timedelta(0))
+        [stale] = await Fetcher(database, SECRETS, "slow").lease(1, timedelta(0))
         async with database.transaction() as session:
             snapshot = await reconciler.load(session, stale.row_id)
         outcome = await reconciler.act(snapshot)
-        [fresh] = await Fetcher(database, Secret.__table__, "fast").lease(1, timedelta(seconds=30))
+        [fresh] = await Fetcher(database, SECRETS, "fast").lease(1, timedelta(seconds=30))
         async with database.transaction() as session:
             await reconciler.apply(session, stale.guard(session), snapshot, outcome)
         body = (await client.get(f"{tenant.path}/secrets/app", headers=headers)).json()
