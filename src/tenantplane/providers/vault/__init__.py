@@ -15,6 +15,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+import hvac
+import hvac.exceptions
+import requests
+
 from tenantplane.config import Settings
 
 
@@ -74,10 +78,6 @@ class HvacVaultPaths:
         return await asyncio.to_thread(self._check, mount, path)
 
     def _check(self, mount: str, path: str) -> PathCheck:
-        import hvac
-        import hvac.exceptions
-        import requests
-
         client = hvac.Client(url=self.addr, token=self._token, timeout=self.timeout_seconds)
         where = f"{mount}/{path}"
         try:
