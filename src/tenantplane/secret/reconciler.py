@@ -221,7 +221,7 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
             vault_mount=self.vault.mount_for(snapshot.tenant),
             secret_path=snapshot.secret_path,
         )
-        # Recorded before the call: a copy that may exist must be known to removal.
+        # Recorded whatever the call's result: a copy that may exist must stay known to removal.
         outcome.applied.append(_applied_entry(cluster, target))
         try:
             written = await self.provider.apply(cluster.ref, copy)
