@@ -74,9 +74,6 @@ def process_identity() -> str:
 class ReconcilerRunner:
     """Drives one reconciler: fetch leases, run them with bounded concurrency, sleep."""
 
-    #: How long stopping waits for work in flight before cancelling it.
-    shutdown_grace_seconds: float = 10.0
-
     def __init__(
         self,
         database: Database,
@@ -91,21 +88,21 @@ class ReconcilerRunner:
         self.idle_poll_seconds = idle_poll_seconds
         self.fetcher = Fetcher(database, reconciler.table, self.owner)
         self._inflight: set[asyncio.Task[None]] = set()
-        self._log = log.bind(reconciler=reconciler.name)
-        self._stopping = False
+        self._stopping = asyncio.Event()
         self._wake: asyncio.Event | None = None
+        self._log = log.bind(reconciler=reconciler.name)
 
-    def request_stop(self) -> None:
-        """Finish the current step and leave ``run`` (no transaction is cut in half)."""
-        self._stopping = True
+    def stop(self) -> None:
+        """Take no new work; ``run`` returns once the rows in hand are done."""
+        self._stopping.set()
         if self._wake is not None:
             self._wake.set()
 
-    async def run(self) -> None:
+    async def run(self, shutdown_grace_seconds: float = 10.0) -> None:
         reconciler = self.reconciler
         wake = self._wake = wakeups.subscribe(reconciler.name)
         try:
-            while not self._stopping:
+            while not self._stopping.is_set():
                 wake.clear()
                 free = reconciler.concurrency - len(self._inflight)
                 leases: list[Lease] = []
@@ -126,19 +123,17 @@ class ReconcilerRunner:
                 await self._sleep(wake)
         finally:
             wakeups.unsubscribe(reconciler.name, wake)
-            await self._drain()
+            await self._drain(shutdown_grace_seconds)
 
-    async def _drain(self) -> None:
-        # Work in flight is given time to finish: a task cancelled inside a transaction
-        # leaves its connection un-returned, and on SQLite the write lock with it, until the
-        # garbage collector finds it. Only work that overruns the grace period is cancelled.
-        inflight = set(self._inflight)
-        if not inflight:
+    async def _drain(self, grace_seconds: float) -> None:
+        # Cancelling a task inside a transaction can strand its connection (on SQLite, with
+        # the write lock held): rows in hand are finished, and only cancelled after a grace.
+        if not self._inflight:
             return
-        _, overdue = await asyncio.wait(inflight, timeout=self.shutdown_grace_seconds)
-        for task in overdue:
+        _, late = await asyncio.wait(set(self._inflight), timeout=grace_seconds)
+        for task in late:
             task.cancel()
-        await asyncio.gather(*inflight, return_exceptions=True)
+        await asyncio.gather(*late, return_exceptions=True)
 
     def _finished(self, wake: asyncio.Event) -> Any:
         def done(task: asyncio.Task[None]) -> None:
@@ -149,7 +144,7 @@ class ReconcilerRunner:
         return done
 
     async def _wait_for_slot(self, wake: asyncio.Event) -> None:
-        if len(self._inflight) >= self.reconciler.concurrency:
+        if len(self._inflight) >= self.reconciler.concurrency and not self._stopping.is_set():
             await wake.wait()
 
     async def _sleep(self, wake: asyncio.Event) -> None:
@@ -161,6 +156,8 @@ class ReconcilerRunner:
             due = None
         if due is not None:
             timeout = min(timeout, max((due - utcnow()).total_seconds(), 0.0))
+        if self._stopping.is_set():
+            return
         # A floor keeps a row that another process is leasing right now from spinning us.
         timeout = max(timeout, 0.01)
         with contextlib.suppress(TimeoutError):
@@ -212,14 +209,13 @@ class Supervisor:
             for runner in self.runners
         ]
 
-    async def stop(self) -> None:
-        """Let every runner finish its current step, then cancel whatever still runs."""
+    async def stop(self, grace_seconds: float = 10.0) -> None:
+        """Graceful: runners finish the rows in hand; cancelled only after the grace."""
         for runner in self.runners:
-            runner.request_stop()
+            runner.stop()
         if self._tasks:
-            grace = max(runner.shutdown_grace_seconds for runner in self.runners) + 1.0
-            _, overdue = await asyncio.wait(self._tasks, timeout=grace)
-            for task in overdue:
+            _, late = await asyncio.wait(self._tasks, timeout=grace_seconds + 1)
+            for task in late:
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
