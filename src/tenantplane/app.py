@@ -10,6 +10,7 @@ from prometheus_client import CollectorRegistry
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from tenantplane import ops
+from tenantplane.alerting.routes import router as alerting_router
 from tenantplane.apikey.routes import router as apikey_router
 from tenantplane.config import Settings
 from tenantplane.db.engine import Database
@@ -22,7 +23,7 @@ from tenantplane.logging import configure_logging
 from tenantplane.tenant.routes import router as tenant_router
 
 API_PREFIX = "/api/v1"
-FEATURE_ROUTERS = (tenant_router, apikey_router)
+FEATURE_ROUTERS = (tenant_router, apikey_router, alerting_router)
 
 
 def api_router() -> APIRouter:
