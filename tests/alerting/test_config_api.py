@@ -98,9 +98,7 @@ async def test_stale_if_match_is_refused_and_changes_nothing(
 ) -> None:
     tenant = await factory.tenant()
     assert (await put(client, tenant, "receivers/ops", WEBHOOK, if_match='"1"')).status_code == 201
-    stale = await put(
-        client, tenant, "receivers/dev", {"name": "dev"}, if_match='"1"'
-    )
+    stale = await put(client, tenant, "receivers/dev", {"name": "dev"}, if_match='"1"')
     assert stale.status_code == 412
     assert stale.json()["code"] == "PRECONDITION_FAILED"
     config = await get(client, tenant, "config")
@@ -131,7 +129,9 @@ async def test_routes_insert_replace_append_and_reject_beyond_the_count(
     bad_id = await get(client, tenant, "routes/first")
     assert bad_id.status_code == 400
 
-    deleted = await client.delete(f"{tenant.path}/alerting/routes/0", headers=bearer(tenant.admin_key))
+    deleted = await client.delete(
+        f"{tenant.path}/alerting/routes/0", headers=bearer(tenant.admin_key)
+    )
     assert deleted.status_code == 204
     assert (await get(client, tenant, "routes")).json()["items"] == [second]
 
@@ -184,16 +184,22 @@ async def test_root_route_global_templates_and_time_intervals_show_in_the_wrappe
     created = await put(client, tenant, "templates/mail.tmpl", {"contents": template})
     assert created.status_code == 201
     assert created.json() == {"filename": "mail.tmpl", "contents": template}
-    window = [{"weekdays": ["monday:friday"], "times": [{"start_time": "09:00", "end_time": "17:00"}]}]
+    window = [
+        {"weekdays": ["monday:friday"], "times": [{"start_time": "09:00", "end_time": "17:00"}]}
+    ]
     interval = await put(client, tenant, "time-intervals/office", {"time_intervals": window})
     assert interval.status_code == 201
     assert interval.json() == {"name": "office", "time_intervals": window}
-    await put(client, tenant, "routes/0", {"receiver": "default", "active_time_intervals": ["office"]})
+    await put(
+        client, tenant, "routes/0", {"receiver": "default", "active_time_intervals": ["office"]}
+    )
 
     config = (await get(client, tenant, "config")).json()
     assert config["global"] == glob
     assert config["route"]["receiver"] == "mail"
-    assert config["route"]["routes"] == [{"receiver": "default", "active_time_intervals": ["office"]}]
+    assert config["route"]["routes"] == [
+        {"receiver": "default", "active_time_intervals": ["office"]}
+    ]
     assert config["templates"] == {"mail.tmpl": template}
     assert config["time_intervals"] == [{"name": "office", "time_intervals": window}]
     assert (await get(client, tenant, "templates")).json()["items"] == [
@@ -238,20 +244,64 @@ async def test_validation_errors_point_at_the_body_field(
 ) -> None:
     tenant = await factory.tenant()
     cases: list[tuple[str, Any, str, str]] = [
-        ("receivers/x", {"webhook_configs": [{"url": "ftp://x"}]}, "INVALID_URL", "webhook_configs[0].url"),
+        (
+            "receivers/x",
+            {"webhook_configs": [{"url": "ftp://x"}]},
+            "INVALID_URL",
+            "webhook_configs[0].url",
+        ),
         ("receivers/x", {"webhook_configs": [{}]}, "VALIDATION_FAILED", "webhook_configs[0].url"),
-        ("receivers/x", {"email_configs": [{"to": "a@b.c"}]}, "VALIDATION_FAILED", "email_configs[0].smarthost"),
+        (
+            "receivers/x",
+            {"email_configs": [{"to": "a@b.c"}]},
+            "VALIDATION_FAILED",
+            "email_configs[0].smarthost",
+        ),
         ("receivers/x", {"sms_configs": []}, "UNKNOWN_FIELD", "sms_configs"),
         ("receivers/x", {"pushover_configs": []}, "UNSUPPORTED_INTEGRATION", "pushover_configs"),
-        ("receivers/x", {"webhook_configs": [{"url": "https://a/", "http_config": {"bearer_token_file": "/etc/x"}}]}, "FILE_REFERENCE_NOT_ALLOWED", "webhook_configs[0].http_config.bearer_token_file"),
-        ("routes/0", {"receiver": "default", "group_wait": "5 minutes"}, "INVALID_DURATION", "group_wait"),
-        ("routes/0", {"receiver": "default", "matchers": ["severity=~\"(\""]}, "INVALID_MATCHER", "matchers[0]"),
-        ("routes/0", {"receiver": "default", "match_re": {"job": "a(?=b)"}}, "INVALID_REGEX", "match_re.job"),
-        ("routes/0", {"receiver": "default", "mute_time_intervals": ["never"]}, "UNDEFINED_TIME_INTERVAL", "mute_time_intervals[0]"),
+        (
+            "receivers/x",
+            {
+                "webhook_configs": [
+                    {"url": "https://a/", "http_config": {"bearer_token_file": "/etc/x"}}
+                ]
+            },
+            "FILE_REFERENCE_NOT_ALLOWED",
+            "webhook_configs[0].http_config.bearer_token_file",
+        ),
+        (
+            "routes/0",
+            {"receiver": "default", "group_wait": "5 minutes"},
+            "INVALID_DURATION",
+            "group_wait",
+        ),
+        (
+            "routes/0",
+            {"receiver": "default", "matchers": ['severity=~"("']},
+            "INVALID_MATCHER",
+            "matchers[0]",
+        ),
+        (
+            "routes/0",
+            {"receiver": "default", "match_re": {"job": "a(?=b)"}},
+            "INVALID_REGEX",
+            "match_re.job",
+        ),
+        (
+            "routes/0",
+            {"receiver": "default", "mute_time_intervals": ["never"]},
+            "UNDEFINED_TIME_INTERVAL",
+            "mute_time_intervals[0]",
+        ),
         ("global", {"resolve_timeout": "soon"}, "INVALID_DURATION", "resolve_timeout"),
         ("templates/a.tmpl", {"contents": "{{ if .X }}"}, "INVALID_TEMPLATE", "contents"),
         ("templates/.hidden", {"contents": "x"}, "INVALID_NAME", "filename"),
-        ("time-intervals/w", {"time_intervals": [{"weekdays": ["funday"]}]}, "INVALID_TIME_INTERVAL", "time_intervals[0].weekdays[0]"),
+        (
+            "time-intervals/w",
+            {"time_intervals": [{"weekdays": ["funday"]}]},
+            "INVALID_TIME_INTERVAL",
+            "time_intervals[0].weekdays[0]",
+        ),
         ("route", {"receiver": "default", "matchers": ["a=b"]}, "VALIDATION_FAILED", ""),
     ]
     for path, body, code, field in cases:

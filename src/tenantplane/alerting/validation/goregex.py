@@ -247,7 +247,6 @@ class _Parser:
     def __init__(self, pattern: str) -> None:
         self.s = pattern
         self.i = 0
-        self.names: set[str] = set()
         # Per open group: whether the current alternative has an operand to repeat.
         self.depth = 0
 
@@ -356,9 +355,7 @@ class _Parser:
             name = s[start + 4 : end]
             if not name or not all((ch.isalnum() and ch.isascii()) or ch == "_" for ch in name):
                 raise RegexError("invalid named capture", s[start : end + 1])
-            if name in self.names:
-                raise RegexError("duplicate capture group name", name)
-            self.names.add(name)
+            # Go 1.19 (Alertmanager 0.25's toolchain) allows repeated group names.
             self.i = end + 1
             return True
         j = start + 2

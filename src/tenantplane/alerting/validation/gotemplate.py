@@ -85,6 +85,9 @@ def _lex_action(body: str) -> list[_Token]:
                 j += 2 if body[j] == "\\" else 1
             if j >= len(body) or body[j] != "'":
                 raise TemplateSyntaxError("unterminated character constant")
+            inner = body[i + 1 : j]
+            if not (len(inner) == 1 or (inner.startswith("\\") and len(inner) >= 2)):
+                raise TemplateSyntaxError(f"malformed character constant: {body[i : j + 1]}")
             tokens.append(_Token("char", body[i : j + 1]))
             i = j + 1
         elif c == "|":
@@ -291,8 +294,7 @@ class _Checker:
             if tokens[1].kind == "declare":
                 return [(tokens[0].text, True)]
             if tokens[1].kind == "assign":
-                self.use_variable(tokens[0].text)
-                return [(tokens[0].text, False)]
+                return [(tokens[0].text, True)]  # Go's parser declares on `=` as well
             if (
                 allow_two
                 and tokens[1].kind == "comma"
@@ -337,8 +339,6 @@ class _Checker:
             self.command(command)
 
     def command(self, tokens: list[_Token]) -> None:
-        if tokens[0].kind == "nil" and len(tokens) == 1:
-            raise TemplateSyntaxError("nil is not a command")
         i = 0
         while i < len(tokens):
             token = tokens[i]
