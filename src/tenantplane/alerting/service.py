@@ -383,3 +383,37 @@ def delete_time_interval(name: str) -> Callable[[Document], None]:
         del document["time_intervals"][index]
 
     return change
+
+
+# --- operators ---------------------------------------------------------------------------
+
+
+async def apply_stored(
+    session: AsyncSession, backend: AlertingBackend, secret_key: bytes
+) -> list[str]:
+    """Apply every stored configuration to the backend again (after the backend lost it).
+
+    Tenants whose credentials are missing are skipped. Returns the tenants applied.
+    """
+    if not backend.enabled:
+        raise AlertingDisabled()
+    repository = AlertingRepository.from_session(session)
+    if backend.renders_all_tenants:
+        await repository.lock_shared_render()
+    documents = await repository.all_documents()
+    applied: list[str] = []
+    for tenant_id, name in await repository.tenants_with_documents():
+        credentials = None
+        if backend.needs_credentials:
+            row = await repository.get_credentials(tenant_id)
+            if row is None:
+                continue
+            credentials = credentials_of(row, secret_key)
+        try:
+            await backend.apply(Target(name, credentials, documents), documents[name])
+        except (BackendRejected, BackendUnavailable) as exc:
+            raise ServiceUnavailable(f"{name}: {exc}", code="ALERTING_BACKEND_UNAVAILABLE") from exc
+        applied.append(name)
+        if backend.renders_all_tenants:
+            break  # one write renders every tenant
+    return applied
