@@ -73,7 +73,7 @@ class Factory:
         org_id: str | None = None,
         auth: str = "basic",
         username: str | None = "mimir-user",
-        secret: str | None = "mimir-password",
+        secret: str | None = "mimir-password",  # noqa: S107 (a test credential)
     ) -> None:
         """Credentials for a remote alerting backend, as `tenantplane alerting set-credentials`."""
         from tenantplane.alerting import credentials

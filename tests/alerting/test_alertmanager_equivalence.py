@@ -12,7 +12,6 @@ from tenantplane.alerting.validation.durations import parse_duration
 from tenantplane.alerting.validation.goregex import check_go_regex
 from tenantplane.alerting.validation.gotemplate import check_template
 from tenantplane.alerting.validation.matchers import parse_matchers
-
 from tests.alerting import amtool
 from tests.alerting.corpus import INVALID, VALID
 from tests.factories import Factory
