@@ -11,7 +11,6 @@ import httpx
 from typer.testing import CliRunner
 
 from tenantplane.cli import app
-
 from tests.conftest import TEST_SECRET
 from tests.factories import Factory
 from tests.fakes.mimir import FakeMimir

@@ -179,3 +179,53 @@ async def test_disabled_backend_answers_503(
         assert response.status_code == 503
         assert response.json()["code"] == "ALERTING_DISABLED"
     assert stranger.status_code == 401  # authentication comes first
+
+
+async def test_an_existing_mimir_configuration_is_adopted_on_first_use(
+    mimir_client: httpx.AsyncClient, factory: Factory, fake_mimir: FakeMimir
+) -> None:
+    tenant = await factory.tenant()
+    await factory.alerting_credentials(tenant.name)
+    existing = {
+        "route": {"receiver": "team", "group_by": ["alertname"]},
+        "receivers": [{"name": "team", "webhook_configs": [{"url": "https://old.example.com/"}]}],
+        "templates": ["t.tmpl"],
+    }
+    fake_mimir.configs[tenant.name] = {
+        "template_files": {"t.tmpl": '{{ define "x" }}x{{ end }}'},
+        "alertmanager_config": yaml.safe_dump(existing),
+    }
+    read = await mimir_client.get(
+        f"{tenant.path}/alerting/config", headers=bearer(tenant.readonly_key)
+    )
+    assert read.status_code == 200
+    assert read.headers["ETag"] == '"1"'
+    assert read.json()["route"] == existing["route"]
+    assert read.json()["templates"] == {"t.tmpl": '{{ define "x" }}x{{ end }}'}
+
+    added = await mimir_client.put(
+        f"{tenant.path}/alerting/receivers/ops",
+        json=HOOK,
+        headers={**bearer(tenant.admin_key), "If-Match": '"1"'},
+    )
+    assert added.status_code == 201, added.text
+    config = yaml.safe_load(fake_mimir.configs[tenant.name]["alertmanager_config"])
+    assert [receiver["name"] for receiver in config["receivers"]] == ["team", "ops"]
+    assert config["route"] == existing["route"]
+
+
+async def test_a_configuration_the_api_cannot_represent_is_not_adopted(
+    mimir_client: httpx.AsyncClient, factory: Factory, fake_mimir: FakeMimir
+) -> None:
+    tenant = await factory.tenant()
+    await factory.alerting_credentials(tenant.name)
+    fake_mimir.configs[tenant.name] = {
+        "template_files": {},
+        "alertmanager_config": yaml.safe_dump(
+            {"route": {"receiver": "a"}, "receivers": [{"name": "a"}], "inhibit_rules": []}
+        ),
+    }
+    read = await mimir_client.get(
+        f"{tenant.path}/alerting/config", headers=bearer(tenant.readonly_key)
+    )
+    assert read.json()["receivers"] == [{"name": "default"}]

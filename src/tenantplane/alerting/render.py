@@ -55,6 +55,28 @@ def alertmanager_config(document: Document, template_paths: list[str]) -> dict[s
     return config
 
 
+ADOPTABLE_KEYS = frozenset(
+    {"global", "route", "receivers", "time_intervals", "mute_time_intervals", "templates"}
+)
+
+
+def document_from_alertmanager(
+    config: dict[str, Any], template_files: Mapping[str, str]
+) -> Document | None:
+    """A document from an existing Alertmanager configuration, or None when it holds
+    something the API does not model (inhibit rules, for instance)."""
+    if set(config) - ADOPTABLE_KEYS:
+        return None
+    intervals = [*(config.get("time_intervals") or []), *(config.get("mute_time_intervals") or [])]
+    return {
+        "global": config.get("global") or {},
+        "receivers": config.get("receivers") or [],
+        "route": config.get("route") or {},
+        "templates": dict(template_files),
+        "time_intervals": intervals,
+    }
+
+
 def tenant_yaml(document: Document) -> str:
     """alertmanager.yml for one tenant, templates referenced by their file names."""
     return dump_yaml(alertmanager_config(document, sorted(document["templates"])))

@@ -31,8 +31,9 @@ class AlertingRepository:
         statement = select(AlertingConfig).where(AlertingConfig.tenant_id == tenant_id)
         return (await self.session.execute(statement)).scalar_one_or_none()
 
-    async def lock(self, tenant_id: int) -> AlertingConfig:
-        """The tenant's row, created with the default document if missing, locked for update.
+    async def lock(self, tenant_id: int, initial: Document | None = None) -> AlertingConfig:
+        """The tenant's row, created with ``initial`` (default: the default document) if
+        missing, locked for update.
 
         On PostgreSQL the row lock makes concurrent writers of one tenant queue, so each
         applies its change to the document the previous one committed. SQLite serialises
@@ -40,7 +41,7 @@ class AlertingRepository:
         """
         values = {
             "tenant_id": tenant_id,
-            "document": default_document(),
+            "document": initial if initial is not None else default_document(),
             "resource_version": 1,
             "updated_at": datetime.now(UTC),
         }

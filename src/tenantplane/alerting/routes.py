@@ -6,9 +6,12 @@ Every response carries the wrapper ETag; every write takes an optional If-Match 
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Request, Response, status
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.alerting import service
 from tenantplane.alerting.document import Document, receiver_index, time_interval_index
@@ -28,6 +31,7 @@ from tenantplane.providers.alerting.base import AlertingBackend
 from tenantplane.providers.alerting.factory import build_backend
 
 router = APIRouter(prefix="/tenants/{tenant}/alerting", tags=["alerting"])
+T = TypeVar("T")
 
 _ROUTE_INDEX = re.compile(r"^[0-9]{1,6}$")
 MAX_NAME_LENGTH = 200
@@ -52,13 +56,47 @@ def get_backend(request: Request) -> AlertingBackend:
 BackendDep = Annotated[AlertingBackend, Depends(get_backend)]
 
 
+@dataclass(frozen=True)
+class Alerting:
+    """What every alerting route needs besides the caller: the session and the backend."""
+
+    session: AsyncSession
+    backend: AlertingBackend
+    secret_key: bytes
+
+    async def read(self, principal: Principal) -> service.Snapshot:
+        return await service.read(self.session, self.backend, _tenant(principal), self.secret_key)
+
+    async def write(
+        self,
+        principal: Principal,
+        if_match: str | None,
+        change: Callable[[Document], T],
+        focus: Focus | Callable[[Document], Focus] = service.WHOLE_DOCUMENT,
+        *,
+        reset: bool = False,
+    ) -> service.Written[T]:
+        return await service.write(
+            self.session,
+            self.backend,
+            _tenant(principal),
+            self.secret_key,
+            if_match,
+            change,
+            focus,
+            reset=reset,
+        )
+
+
+async def get_alerting(session: SessionDep, backend: BackendDep, request: Request) -> Alerting:
+    return Alerting(session, backend, request.app.state.api_key_secret)
+
+
+AlertingDep = Annotated[Alerting, Depends(get_alerting)]
+
+
 def _tenant(principal: Principal) -> TenantRef:
     return TenantRef(principal.tenant_id, principal.tenant_name)
-
-
-def _secret(request: Request) -> bytes:
-    secret: bytes = request.app.state.api_key_secret
-    return secret
 
 
 def _check_name(value: str, what: str) -> str:
@@ -89,24 +127,16 @@ def _wrapper(document: Document) -> dict[str, Any]:
     }
 
 
-async def _read(
-    principal: Principal, session: SessionDep, backend: AlertingBackend, request: Request
-) -> service.Snapshot:
-    return await service.read(session, backend, _tenant(principal), _secret(request))
-
-
 # --- the whole wrapper -------------------------------------------------------------------
 
 
 @router.get("/config")
 async def get_config(
     principal: TenantMember,
-    session: SessionDep,
-    backend: BackendDep,
-    request: Request,
+    alerting: AlertingDep,
     response: Response,
 ) -> dict[str, Any]:
-    snapshot = await _read(principal, session, backend, request)
+    snapshot = await alerting.read(principal)
     set_etag(response, snapshot.version)
     return _wrapper(snapshot.document)
 
@@ -115,20 +145,14 @@ async def get_config(
 async def put_config(
     principal: TenantAdmin,
     body: JsonObject,
-    session: SessionDep,
-    backend: BackendDep,
-    request: Request,
+    alerting: AlertingDep,
     response: Response,
     if_match: IfMatch = None,
 ) -> dict[str, Any]:
-    written = await service.write(
-        session,
-        backend,
-        _tenant(principal),
-        _secret(request),
+    written = await alerting.write(
+        principal,
         if_match,
         service.replace_document(body),
-        service.WHOLE_DOCUMENT,
     )
     set_etag(response, written.snapshot.version)
     return _wrapper(written.snapshot.document)
@@ -137,20 +161,14 @@ async def put_config(
 @router.delete("/config")
 async def reset_config(
     principal: TenantAdmin,
-    session: SessionDep,
-    backend: BackendDep,
-    request: Request,
+    alerting: AlertingDep,
     response: Response,
     if_match: IfMatch = None,
 ) -> dict[str, Any]:
-    written = await service.write(
-        session,
-        backend,
-        _tenant(principal),
-        _secret(request),
+    written = await alerting.write(
+        principal,
         if_match,
         service.reset_document,
-        service.WHOLE_DOCUMENT,
         reset=True,
     )
     set_etag(response, written.snapshot.version)
@@ -163,12 +181,10 @@ async def reset_config(
 @router.get("/receivers")
 async def list_receivers(
     principal: TenantMember,
-    session: SessionDep,
-    backend: BackendDep,
-    request: Request,
+    alerting: AlertingDep,
     response: Response,
 ) -> dict[str, Any]:
-    snapshot = await _read(principal, session, backend, request)
+    snapshot = await alerting.read(principal)
     set_etag(response, snapshot.version)
     return {"items": snapshot.document["receivers"]}
 
@@ -177,13 +193,11 @@ async def list_receivers(
 async def get_receiver(
     principal: TenantMember,
     name: str,
-    session: SessionDep,
-    backend: BackendDep,
-    request: Request,
+    alerting: AlertingDep,
     response: Response,
 ) -> dict[str, Any]:
     _check_name(name, "receiver")
-    snapshot = await _read(principal, session, backend, request)
+    snapshot = await alerting.read(principal)
     index = receiver_index(snapshot.document, name)
     if index is None:
         raise NotFound(f"receiver {name}")
@@ -197,18 +211,13 @@ async def put_receiver(
     principal: TenantAdmin,
     name: str,
     body: JsonObject,
-    session: SessionDep,
-    backend: BackendDep,
-    request: Request,
+    alerting: AlertingDep,
     response: Response,
     if_match: IfMatch = None,
 ) -> dict[str, Any]:
     _check_name(name, "receiver")
-    written = await service.write(
-        session,
-        backend,
-        _tenant(principal),
-        _secret(request),
+    written = await alerting.write(
+        principal,
         if_match,
         service.upsert_receiver(name, body),
         service.receiver_focus(name),
@@ -224,21 +233,15 @@ async def put_receiver(
 async def delete_receiver(
     principal: TenantAdmin,
     name: str,
-    session: SessionDep,
-    backend: BackendDep,
-    request: Request,
+    alerting: AlertingDep,
     response: Response,
     if_match: IfMatch = None,
 ) -> None:
     _check_name(name, "receiver")
-    written = await service.write(
-        session,
-        backend,
-        _tenant(principal),
-        _secret(request),
+    written = await alerting.write(
+        principal,
         if_match,
         service.delete_receiver(name),
-        service.WHOLE_DOCUMENT,
     )
     set_etag(response, written.snapshot.version)
 
@@ -249,12 +252,10 @@ async def delete_receiver(
 @router.get("/routes")
 async def list_routes(
     principal: TenantMember,
-    session: SessionDep,
-    backend: BackendDep,
-    request: Request,
+    alerting: AlertingDep,
     response: Response,
 ) -> dict[str, Any]:
-    snapshot = await _read(principal, session, backend, request)
+    snapshot = await alerting.read(principal)
     set_etag(response, snapshot.version)
     return {"items": snapshot.document["route"].get("routes", [])}
 
@@ -263,13 +264,11 @@ async def list_routes(
 async def get_route(
     principal: TenantMember,
     id: str,
-    session: SessionDep,
-    backend: BackendDep,
-    request: Request,
+    alerting: AlertingDep,
     response: Response,
 ) -> dict[str, Any]:
     index = _route_index(id)
-    snapshot = await _read(principal, session, backend, request)
+    snapshot = await alerting.read(principal)
     routes = snapshot.document["route"].get("routes", [])
     if index >= len(routes):
         raise NotFound(f"route {index}")
@@ -283,18 +282,13 @@ async def put_route(
     principal: TenantAdmin,
     id: str,
     body: JsonObject,
-    session: SessionDep,
-    backend: BackendDep,
-    request: Request,
+    alerting: AlertingDep,
     response: Response,
     if_match: IfMatch = None,
 ) -> dict[str, Any]:
     index = _route_index(id)
-    written = await service.write(
-        session,
-        backend,
-        _tenant(principal),
-        _secret(request),
+    written = await alerting.write(
+        principal,
         if_match,
         service.put_route(index, body),
         Focus(f"route.routes[{index}]"),
@@ -310,21 +304,15 @@ async def put_route(
 async def delete_route(
     principal: TenantAdmin,
     id: str,
-    session: SessionDep,
-    backend: BackendDep,
-    request: Request,
+    alerting: AlertingDep,
     response: Response,
     if_match: IfMatch = None,
 ) -> None:
     index = _route_index(id)
-    written = await service.write(
-        session,
-        backend,
-        _tenant(principal),
-        _secret(request),
+    written = await alerting.write(
+        principal,
         if_match,
         service.delete_route(index),
-        service.WHOLE_DOCUMENT,
     )
     set_etag(response, written.snapshot.version)
 
@@ -332,12 +320,10 @@ async def delete_route(
 @router.get("/route")
 async def get_root_route(
     principal: TenantMember,
-    session: SessionDep,
-    backend: BackendDep,
-    request: Request,
+    alerting: AlertingDep,
     response: Response,
 ) -> dict[str, Any]:
-    snapshot = await _read(principal, session, backend, request)
+    snapshot = await alerting.read(principal)
     set_etag(response, snapshot.version)
     route: dict[str, Any] = snapshot.document["route"]
     return route
@@ -347,17 +333,12 @@ async def get_root_route(
 async def put_root_route(
     principal: TenantAdmin,
     body: JsonObject,
-    session: SessionDep,
-    backend: BackendDep,
-    request: Request,
+    alerting: AlertingDep,
     response: Response,
     if_match: IfMatch = None,
 ) -> dict[str, Any]:
-    written = await service.write(
-        session,
-        backend,
-        _tenant(principal),
-        _secret(request),
+    written = await alerting.write(
+        principal,
         if_match,
         service.put_root_route(body),
         Focus("route"),
@@ -373,12 +354,10 @@ async def put_root_route(
 @router.get("/global")
 async def get_global(
     principal: TenantMember,
-    session: SessionDep,
-    backend: BackendDep,
-    request: Request,
+    alerting: AlertingDep,
     response: Response,
 ) -> dict[str, Any]:
-    snapshot = await _read(principal, session, backend, request)
+    snapshot = await alerting.read(principal)
     set_etag(response, snapshot.version)
     glob: dict[str, Any] = snapshot.document["global"]
     return glob
@@ -388,17 +367,12 @@ async def get_global(
 async def put_global(
     principal: TenantAdmin,
     body: JsonObject,
-    session: SessionDep,
-    backend: BackendDep,
-    request: Request,
+    alerting: AlertingDep,
     response: Response,
     if_match: IfMatch = None,
 ) -> dict[str, Any]:
-    written = await service.write(
-        session,
-        backend,
-        _tenant(principal),
-        _secret(request),
+    written = await alerting.write(
+        principal,
         if_match,
         service.put_global(body),
         Focus("global"),
@@ -414,12 +388,10 @@ async def put_global(
 @router.get("/templates")
 async def list_templates(
     principal: TenantMember,
-    session: SessionDep,
-    backend: BackendDep,
-    request: Request,
+    alerting: AlertingDep,
     response: Response,
 ) -> dict[str, Any]:
-    snapshot = await _read(principal, session, backend, request)
+    snapshot = await alerting.read(principal)
     set_etag(response, snapshot.version)
     items = [
         TemplateRead(filename=name, contents=contents).model_dump(by_alias=True)
@@ -432,12 +404,10 @@ async def list_templates(
 async def get_template(
     principal: TenantMember,
     filename: str,
-    session: SessionDep,
-    backend: BackendDep,
-    request: Request,
+    alerting: AlertingDep,
     response: Response,
 ) -> TemplateRead:
-    snapshot = await _read(principal, session, backend, request)
+    snapshot = await alerting.read(principal)
     contents = snapshot.document["templates"].get(filename)
     if contents is None:
         raise NotFound(f"template {filename}")
@@ -450,17 +420,12 @@ async def put_template(
     principal: TenantAdmin,
     filename: str,
     body: TemplateWrite,
-    session: SessionDep,
-    backend: BackendDep,
-    request: Request,
+    alerting: AlertingDep,
     response: Response,
     if_match: IfMatch = None,
 ) -> TemplateRead:
-    written = await service.write(
-        session,
-        backend,
-        _tenant(principal),
-        _secret(request),
+    written = await alerting.write(
+        principal,
         if_match,
         service.put_template(filename, body.contents),
         Focus(f"templates.{filename}", whole="contents"),
@@ -474,20 +439,14 @@ async def put_template(
 async def delete_template(
     principal: TenantAdmin,
     filename: str,
-    session: SessionDep,
-    backend: BackendDep,
-    request: Request,
+    alerting: AlertingDep,
     response: Response,
     if_match: IfMatch = None,
 ) -> None:
-    written = await service.write(
-        session,
-        backend,
-        _tenant(principal),
-        _secret(request),
+    written = await alerting.write(
+        principal,
         if_match,
         service.delete_template(filename),
-        service.WHOLE_DOCUMENT,
     )
     set_etag(response, written.snapshot.version)
 
@@ -498,12 +457,10 @@ async def delete_template(
 @router.get("/time-intervals")
 async def list_time_intervals(
     principal: TenantMember,
-    session: SessionDep,
-    backend: BackendDep,
-    request: Request,
+    alerting: AlertingDep,
     response: Response,
 ) -> dict[str, Any]:
-    snapshot = await _read(principal, session, backend, request)
+    snapshot = await alerting.read(principal)
     set_etag(response, snapshot.version)
     return {"items": snapshot.document["time_intervals"]}
 
@@ -512,13 +469,11 @@ async def list_time_intervals(
 async def get_time_interval(
     principal: TenantMember,
     name: str,
-    session: SessionDep,
-    backend: BackendDep,
-    request: Request,
+    alerting: AlertingDep,
     response: Response,
 ) -> TimeIntervalRead:
     _check_name(name, "time interval")
-    snapshot = await _read(principal, session, backend, request)
+    snapshot = await alerting.read(principal)
     index = time_interval_index(snapshot.document, name)
     if index is None:
         raise NotFound(f"time interval {name}")
@@ -532,18 +487,13 @@ async def put_time_interval(
     principal: TenantAdmin,
     name: str,
     body: TimeIntervalWrite,
-    session: SessionDep,
-    backend: BackendDep,
-    request: Request,
+    alerting: AlertingDep,
     response: Response,
     if_match: IfMatch = None,
 ) -> TimeIntervalRead:
     _check_name(name, "time interval")
-    written = await service.write(
-        session,
-        backend,
-        _tenant(principal),
-        _secret(request),
+    written = await alerting.write(
+        principal,
         if_match,
         service.put_time_interval(name, body.time_intervals),
         service.time_interval_focus(name),
@@ -558,20 +508,14 @@ async def put_time_interval(
 async def delete_time_interval(
     principal: TenantAdmin,
     name: str,
-    session: SessionDep,
-    backend: BackendDep,
-    request: Request,
+    alerting: AlertingDep,
     response: Response,
     if_match: IfMatch = None,
 ) -> None:
     _check_name(name, "time interval")
-    written = await service.write(
-        session,
-        backend,
-        _tenant(principal),
-        _secret(request),
+    written = await alerting.write(
+        principal,
         if_match,
         service.delete_time_interval(name),
-        service.WHOLE_DOCUMENT,
     )
     set_etag(response, written.snapshot.version)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
+import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.alerting import secrets
@@ -52,6 +53,7 @@ from tenantplane.providers.alerting.base import (
 )
 
 T = TypeVar("T")
+log = structlog.get_logger(__name__)
 CREDENTIALS_RETRY_AFTER_SECONDS = 60
 BACKEND_RETRY_AFTER_SECONDS = 5
 INITIAL_VERSION = 1
@@ -124,11 +126,41 @@ def credentials_of(row: AlertingCredentials, secret_key: bytes) -> Credentials:
 async def read(
     session: AsyncSession, backend: AlertingBackend, tenant: TenantRef, secret_key: bytes
 ) -> Snapshot:
-    await _credentials(session, backend, tenant, secret_key)
+    credentials = await _credentials(session, backend, tenant, secret_key)
     row = await AlertingRepository.from_session(session).get(tenant.id)
     if row is None:
-        return Snapshot(default_document(), INITIAL_VERSION)
+        return Snapshot(await _initial_document(backend, tenant, credentials), INITIAL_VERSION)
     return Snapshot(row.document, row.resource_version)
+
+
+async def _initial_document(
+    backend: AlertingBackend, tenant: TenantRef, credentials: Credentials | None
+) -> Document:
+    """What a tenant new to this service starts from: what its backend already holds, when
+    that is a configuration the API can represent and validate, else the default."""
+    try:
+        existing = await backend.fetch(Target(tenant.name, credentials))
+    except BackendRejected:
+        existing = None
+    except BackendUnavailable as exc:
+        raise _unavailable(exc) from None
+    if existing is None:
+        return default_document()
+    adopted: Document = without_nulls(existing)
+    try:
+        validate_config(adopted)
+    except ConfigError as exc:
+        log.warning(
+            "existing alerting configuration not adopted", tenant=tenant.name, error=exc.message
+        )
+        return default_document()
+    return adopted
+
+
+def _unavailable(exc: Exception) -> ServiceUnavailable:
+    return ServiceUnavailable(
+        str(exc), code="ALERTING_BACKEND_UNAVAILABLE", retry_after=BACKEND_RETRY_AFTER_SECONDS
+    )
 
 
 # --- writing -----------------------------------------------------------------------------
@@ -170,7 +202,10 @@ async def write(
     repository = AlertingRepository.from_session(session)
     if backend.renders_all_tenants:
         await repository.lock_shared_render()
-    row = await repository.lock(tenant.id)
+    initial = None
+    if await repository.get(tenant.id) is None:
+        initial = await _initial_document(backend, tenant, credentials)
+    row = await repository.lock(tenant.id, initial)
     check_if_match(if_match, row.resource_version)
     document = clone(row.document)
     value = change(document)
@@ -201,9 +236,7 @@ async def write(
     except BackendRejected as exc:
         raise ValidationFailed(str(exc), field=None, code="ALERTING_BACKEND_REJECTED") from None
     except BackendUnavailable as exc:
-        raise ServiceUnavailable(
-            str(exc), code="ALERTING_BACKEND_UNAVAILABLE", retry_after=BACKEND_RETRY_AFTER_SECONDS
-        ) from None
+        raise _unavailable(exc) from None
     return Written(value, Snapshot(document, row.resource_version))
 
 

@@ -57,6 +57,10 @@ class AlertingBackend:
     def check(self, tenant: str, document: Document) -> None:
         """Rules of this backend beyond Alertmanager's own (raise BackendNamingError)."""
 
+    async def fetch(self, target: Target) -> Document | None:
+        """The configuration the backend already holds for a tenant new to this service."""
+        return None
+
     async def apply(self, target: Target, document: Document) -> None:
         """Make ``document`` the tenant's live configuration."""
 

@@ -14,7 +14,7 @@ import httpx
 import structlog
 import yaml
 
-from tenantplane.alerting.render import tenant_yaml
+from tenantplane.alerting.render import document_from_alertmanager, tenant_yaml
 from tenantplane.providers.alerting.base import (
     AlertingBackend,
     BackendRejected,
@@ -107,6 +107,21 @@ class MimirBackend(AlertingBackend):
 
     def __init__(self, base_url: str, timeout: float = 10.0) -> None:
         self.client = MimirClient(base_url, timeout)
+
+    async def fetch(self, target: Target) -> Document | None:
+        """A tenant's existing configuration in Mimir, adopted on its first use here."""
+        assert target.credentials is not None
+        stored = await self.client.get(target.credentials)
+        if stored is None:
+            return None
+        try:
+            config = yaml.safe_load(stored.get("alertmanager_config") or "")
+        except yaml.YAMLError:
+            return None
+        templates = stored.get("template_files") or {}
+        if not isinstance(config, dict) or not isinstance(templates, dict):
+            return None
+        return document_from_alertmanager(config, templates)
 
     async def apply(self, target: Target, document: Document) -> None:
         assert target.credentials is not None
