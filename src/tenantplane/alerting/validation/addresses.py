@@ -84,6 +84,7 @@ def parse_http_url(raw: str) -> None:
             userinfo, at, hostport = authority.rpartition("@")
             if at and any(c not in _USERINFO_EXTRA and not c.isalnum() for c in userinfo):
                 raise ValueError("net/url: invalid userinfo")
+            _check_escapes(userinfo, host=False)
             host = hostport if at else authority
             _check_host(host)
         else:
@@ -100,30 +101,34 @@ def parse_http_url(raw: str) -> None:
 
 def split_host_port(value: str) -> tuple[str, str]:
     """Go's net.SplitHostPort."""
-    missing = f"address {value}: missing port in address"
+
+    def error(reason: str) -> ValueError:
+        return ValueError(f"address {value}: {reason}")
+
+    colon = value.rfind(":")
+    if colon < 0:
+        raise error("missing port in address")
     if value.startswith("["):
         end = value.find("]")
         if end < 0:
-            raise ValueError(f"address {value}: missing ']' in address")
+            raise error("missing ']' in address")
         if end + 1 == len(value):
-            raise ValueError(missing)
-        if value[end + 1] != ":":
-            raise ValueError(f"address {value}: missing port in address")
-        host, port = value[1:end], value[end + 2 :]
-        if "[" in value[1:] or "]" in port:
-            raise ValueError(f"address {value}: unexpected '[' in address")
-        return host, port
-    colon = value.rfind(":")
-    if colon < 0:
-        raise ValueError(missing)
-    host, port = value[:colon], value[colon + 1 :]
-    if ":" in host:
-        raise ValueError(f"address {value}: too many colons in address")
-    if "[" in host:
-        raise ValueError(f"address {value}: unexpected '[' in address")
-    if "]" in host:
-        raise ValueError(f"address {value}: unexpected ']' in address")
-    return host, port
+            raise error("missing port in address")
+        if end + 1 != colon:
+            raise error(
+                "too many colons in address" if value[end + 1] == ":" else "missing port in address"
+            )
+        host, before_open, before_close = value[1:end], 1, end + 1
+    else:
+        host = value[:colon]
+        if ":" in host:
+            raise error("too many colons in address")
+        before_open, before_close = 0, 0
+    if "[" in value[before_open:]:
+        raise error("unexpected '[' in address")
+    if "]" in value[before_close:]:
+        raise error("unexpected ']' in address")
+    return host, value[colon + 1 :]
 
 
 def parse_host_port(value: str) -> None:

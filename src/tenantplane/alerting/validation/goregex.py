@@ -266,8 +266,7 @@ class _Parser:
                 start = self.i
                 if self.peek(1) == "?":
                     opened = self.perl_group()
-                    if not opened:  # flags only, e.g. (?i): no operand, no group
-                        has_operand = False
+                    if not opened:  # flags only, e.g. (?i): the previous operand stays repeatable
                         last_was_repeat = False
                         continue
                 else:
@@ -519,5 +518,9 @@ def _escaped_value(escape: str) -> int:
 
 
 def check_go_regex(pattern: str) -> None:
-    """Raise RegexError when Go's regexp.Compile would reject ``^(?:pattern)$``."""
-    _Parser(pattern).parse()
+    """Raise RegexError when Go's regexp.Compile would reject ``^(?:pattern)$``.
+
+    Alertmanager anchors every regex that way, so the wrapped form is what is checked:
+    `)(` is valid there, an unterminated `\\Q` is not.
+    """
+    _Parser("^(?:" + pattern + ")$").parse()

@@ -69,6 +69,7 @@ def _lex_action(body: str) -> list[_Token]:
                 if body[j] == '"':
                     break
                 j += 1
+            _check_escapes(body[i + 1 : j], quote='"')
             tokens.append(_Token("string", body[i : j + 1]))
             i = j + 1
         elif c == "`":
@@ -88,6 +89,7 @@ def _lex_action(body: str) -> list[_Token]:
             inner = body[i + 1 : j]
             if not (len(inner) == 1 or (inner.startswith("\\") and len(inner) >= 2)):
                 raise TemplateSyntaxError(f"malformed character constant: {body[i : j + 1]}")
+            _check_escapes(inner, quote="'")
             tokens.append(_Token("char", body[i : j + 1]))
             i = j + 1
         elif c == "|":
@@ -148,6 +150,37 @@ def _lex_action(body: str) -> list[_Token]:
         else:
             raise TemplateSyntaxError(f"unrecognized character in action: {c!r}")
     return tokens
+
+
+_SIMPLE_ESCAPES = frozenset("abfnrtv\\")
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+
+
+def _check_escapes(literal: str, *, quote: str) -> None:
+    """Escapes Go's strconv.Unquote accepts in a quoted string or character constant."""
+    i = 0
+    while i < len(literal):
+        if literal[i] != "\\":
+            i += 1
+            continue
+        kind = literal[i + 1] if i + 1 < len(literal) else ""
+        if kind in _SIMPLE_ESCAPES or kind == quote:
+            i += 2
+            continue
+        width = {"x": 2, "u": 4, "U": 8}.get(kind)
+        if width is not None:
+            digits = literal[i + 2 : i + 2 + width]
+            valid = len(digits) == width and all(d in _HEX_DIGITS for d in digits)
+            value = int(digits, 16) if valid else 0
+            if not valid or (kind != "x" and (value > 0x10FFFF or 0xD800 <= value <= 0xDFFF)):
+                raise TemplateSyntaxError("invalid syntax")
+            i += 2 + width
+            continue
+        octal = literal[i + 1 : i + 4]
+        if len(octal) == 3 and all(d in "01234567" for d in octal) and int(octal, 8) <= 255:
+            i += 4
+            continue
+        raise TemplateSyntaxError("invalid syntax")
 
 
 def _fields(body: str, i: int, tokens: list[_Token]) -> int:
@@ -285,8 +318,9 @@ class _Checker:
         body = tokens[2 * len(declared) :] if declared else tokens
         if declared and not body:
             raise TemplateSyntaxError(f"missing value for {context}")
-        self.commands(body, context)
+        # Go declares the variables before it parses the pipeline's commands.
         self.variables.extend(name for name, is_new in declared if is_new)
+        self.commands(body, context)
 
     def declaration(self, tokens: list[_Token], allow_two: bool) -> list[tuple[str, bool]]:
         """`$x :=`, `$x =` or (in range) `$i, $v :=` at the start of a pipeline."""
