@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import yaml
+
 Wrapper = dict[str, Any]
 
 HOOK = {"url": "https://hooks.example.com/alerts"}
@@ -39,7 +41,55 @@ def receiver(**integrations: Any) -> Wrapper:
     return wrapper(receivers=[{"name": "default", **integrations}])
 
 
+# Every field of every supported integration, of the global section and of the HTTP client.
+EVERY_FIELD_YAML = """
+global:
+  resolve_timeout: 5m
+  http_config: {follow_redirects: true, enable_http2: true, tls_config: {server_name: x, insecure_skip_verify: false, min_version: TLS12}}
+  smtp_from: a@b.c
+  smtp_hello: localhost
+  smtp_smarthost: a:25
+  smtp_auth_username: u
+  smtp_auth_password: p
+  smtp_auth_secret: s
+  smtp_auth_identity: i
+  smtp_require_tls: true
+  slack_api_url: https://s.example.com/
+  pagerduty_url: https://p.example.com/
+  opsgenie_api_url: https://o.example.com/
+  opsgenie_api_key: k
+  wechat_api_url: https://w.example.com/
+  wechat_api_secret: s
+  wechat_api_corp_id: c
+  victorops_api_url: https://v.example.com/
+  victorops_api_key: k
+  telegram_api_url: https://t.example.com/
+  webex_api_url: https://x.example.com/
+route: {receiver: a}
+receivers:
+- name: a
+  email_configs:
+  - {send_resolved: true, to: a, from: b, hello: h, smarthost: 'a:25', auth_username: u, auth_password: p, auth_secret: s, auth_identity: i, headers: {X: y}, html: h, text: t, require_tls: false, tls_config: {server_name: x}}
+  slack_configs:
+  - {send_resolved: true, http_config: {bearer_token: t}, api_url: 'https://s/', channel: c, username: u, color: c, title: t, title_link: l, pretext: p, text: t, fields: [{title: a, value: b, short: true}], short_fields: true, footer: f, fallback: f, callback_id: c, icon_emoji: e, icon_url: u, image_url: i, thumb_url: t, link_names: true, mrkdwn_in: [text], actions: [{type: button, text: t, url: u, style: s, name: n, value: v, confirm: {text: t, dismiss_text: d, ok_text: o, title: t}}]}
+  webhook_configs:
+  - {send_resolved: true, http_config: {basic_auth: {username: u, password: p}}, url: 'https://w/', max_alerts: 3}
+  - {url: 'https://w/', http_config: {authorization: {type: Token, credentials: c}}}
+  - {url: 'https://w/', http_config: {oauth2: {client_id: a, client_secret: b, scopes: [x], token_url: 'https://t/', endpoint_params: {a: b}, tls_config: {insecure_skip_verify: true}}}}
+  pagerduty_configs:
+  - {send_resolved: true, service_key: s, routing_key: r, url: 'https://p/', client: c, client_url: u, description: d, details: {a: b}, images: [{src: s, alt: a, href: h}], links: [{href: h, text: t}], source: s, severity: s, class: c, component: c, group: g}
+  opsgenie_configs:
+  - {send_resolved: true, api_key: k, api_url: 'https://o/', message: m, description: d, source: s, details: {a: b}, entity: e, responders: [{id: i, name: n, username: u, type: user}], actions: a, tags: t, note: n, priority: P1, update_alerts: true}
+"""
+
+
+def _every_field() -> Wrapper:
+    loaded = yaml.safe_load(EVERY_FIELD_YAML)
+    return wrapper(glob=loaded["global"], receivers=loaded["receivers"], route=loaded["route"])
+
+
 VALID: list[tuple[str, Wrapper]] = [
+    ("every-field", _every_field()),
     ("default", wrapper()),
     (
         "every-route-field",
