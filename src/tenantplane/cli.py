@@ -87,6 +87,14 @@ def serve(
     )
 
 
+@app.command()
+def worker() -> None:
+    """Run the reconcilers only (beside API replicas that set RUN_RECONCILERS=false)."""
+    from tenantplane.reconcile.worker import run_worker
+
+    asyncio.run(run_worker(Settings()))
+
+
 @tenant_app.command("create")
 def tenant_create(
     name: str,

@@ -29,18 +29,37 @@ class Settings(BaseSettings):
     auth_failure_threshold: int = 5
     auth_backoff_base_seconds: int = 1
     auth_backoff_max_seconds: int = 900
-    # A failure counter lapses this long after it started (quiet period).
-    auth_failure_window_seconds: int = 600
+    # Failures are counted over this moving window: after this long without a failure the
+    # count, and with it the backoff, is back to zero.
+    auth_failure_window_seconds: int = 300
 
     max_body_bytes: int = 1024 * 1024
     api_key_last_used_resolution_seconds: int = 60
 
     oidc_issuer: str | None = None
     oidc_audience: str | None = None
+    # Clock skew tolerated on exp, nbf and iat.
+    oidc_leeway_seconds: int = 30
+    # The JWKS is re-read this often, and at most once per refresh interval when a token
+    # names a key id the cache does not know (a rotation at the provider).
+    oidc_jwks_cache_seconds: int = 3600
+    oidc_jwks_min_refresh_seconds: int = 60
+    oidc_http_timeout_seconds: float = 5.0
 
     orchestrator: Literal["simulator"] = "simulator"
     simulator_step_seconds: float = 3.0
     run_reconcilers: bool = True
+    # Reconcilers (docs/reconcilers.md): rows worked on at once per reconciler and process,
+    # how long a lease lasts (a crashed worker's rows are taken over after it), and the
+    # longest sleep between looks for work changed by other processes.
+    reconcile_concurrency: int = Field(default=16, ge=1)
+    reconcile_lease_seconds: float = Field(default=30.0, gt=0)
+    reconcile_idle_poll_seconds: float = Field(default=2.0, gt=0)
+    # Running clusters are observed again this often (faults, drift).
+    cluster_resync_seconds: float = Field(default=30.0, gt=0)
+    # Catalogues (docs/clusters.md); the packaged defaults when unset.
+    plans_file: Path | None = None
+    versions_file: Path | None = None
 
     alerting_backend: Literal["database", "mimir", "alertmanager", "disabled"] = "database"
     # mimir: base URL of Mimir's API (the server's -server.path-prefix included).

@@ -45,7 +45,13 @@ def receiver(**integrations: Any) -> Wrapper:
 EVERY_FIELD_YAML = """
 global:
   resolve_timeout: 5m
-  http_config: {follow_redirects: true, enable_http2: true, tls_config: {server_name: x, insecure_skip_verify: false, min_version: TLS12}}
+  http_config:
+    follow_redirects: true
+    enable_http2: true
+    tls_config:
+      server_name: x
+      insecure_skip_verify: false
+      min_version: TLS12
   smtp_from: a@b.c
   smtp_hello: localhost
   smtp_smarthost: a:25
@@ -65,21 +71,133 @@ global:
   victorops_api_key: k
   telegram_api_url: https://t.example.com/
   webex_api_url: https://x.example.com/
-route: {receiver: a}
+route:
+  receiver: a
 receivers:
 - name: a
   email_configs:
-  - {send_resolved: true, to: a, from: b, hello: h, smarthost: 'a:25', auth_username: u, auth_password: p, auth_secret: s, auth_identity: i, headers: {X: y}, html: h, text: t, require_tls: false, tls_config: {server_name: x}}
+  - send_resolved: true
+    to: a
+    from: b
+    hello: h
+    smarthost: a:25
+    auth_username: u
+    auth_password: p
+    auth_secret: s
+    auth_identity: i
+    headers:
+      X: y
+    html: h
+    text: t
+    require_tls: false
+    tls_config:
+      server_name: x
   slack_configs:
-  - {send_resolved: true, http_config: {bearer_token: t}, api_url: 'https://s/', channel: c, username: u, color: c, title: t, title_link: l, pretext: p, text: t, fields: [{title: a, value: b, short: true}], short_fields: true, footer: f, fallback: f, callback_id: c, icon_emoji: e, icon_url: u, image_url: i, thumb_url: t, link_names: true, mrkdwn_in: [text], actions: [{type: button, text: t, url: u, style: s, name: n, value: v, confirm: {text: t, dismiss_text: d, ok_text: o, title: t}}]}
+  - send_resolved: true
+    http_config:
+      bearer_token: t
+    api_url: https://s/
+    channel: c
+    username: u
+    color: c
+    title: t
+    title_link: l
+    pretext: p
+    text: t
+    fields:
+    - title: a
+      value: b
+      short: true
+    short_fields: true
+    footer: f
+    fallback: f
+    callback_id: c
+    icon_emoji: e
+    icon_url: u
+    image_url: i
+    thumb_url: t
+    link_names: true
+    mrkdwn_in:
+    - text
+    actions:
+    - type: button
+      text: t
+      url: u
+      style: s
+      name: n
+      value: v
+      confirm:
+        text: t
+        dismiss_text: d
+        ok_text: o
+        title: t
   webhook_configs:
-  - {send_resolved: true, http_config: {basic_auth: {username: u, password: p}}, url: 'https://w/', max_alerts: 3}
-  - {url: 'https://w/', http_config: {authorization: {type: Token, credentials: c}}}
-  - {url: 'https://w/', http_config: {oauth2: {client_id: a, client_secret: b, scopes: [x], token_url: 'https://t/', endpoint_params: {a: b}, tls_config: {insecure_skip_verify: true}}}}
+  - send_resolved: true
+    http_config:
+      basic_auth:
+        username: u
+        password: p
+    url: https://w/
+    max_alerts: 3
+  - url: https://w/
+    http_config:
+      authorization:
+        type: Token
+        credentials: c
+  - url: https://w/
+    http_config:
+      oauth2:
+        client_id: a
+        client_secret: b
+        scopes:
+        - x
+        token_url: https://t/
+        endpoint_params:
+          a: b
+        tls_config:
+          insecure_skip_verify: true
   pagerduty_configs:
-  - {send_resolved: true, service_key: s, routing_key: r, url: 'https://p/', client: c, client_url: u, description: d, details: {a: b}, images: [{src: s, alt: a, href: h}], links: [{href: h, text: t}], source: s, severity: s, class: c, component: c, group: g}
+  - send_resolved: true
+    service_key: s
+    routing_key: r
+    url: https://p/
+    client: c
+    client_url: u
+    description: d
+    details:
+      a: b
+    images:
+    - src: s
+      alt: a
+      href: h
+    links:
+    - href: h
+      text: t
+    source: s
+    severity: s
+    class: c
+    component: c
+    group: g
   opsgenie_configs:
-  - {send_resolved: true, api_key: k, api_url: 'https://o/', message: m, description: d, source: s, details: {a: b}, entity: e, responders: [{id: i, name: n, username: u, type: user}], actions: a, tags: t, note: n, priority: P1, update_alerts: true}
+  - send_resolved: true
+    api_key: k
+    api_url: https://o/
+    message: m
+    description: d
+    source: s
+    details:
+      a: b
+    entity: e
+    responders:
+    - id: i
+      name: n
+      username: u
+      type: user
+    actions: a
+    tags: t
+    note: n
+    priority: P1
+    update_alerts: true
 """
 
 

@@ -2,8 +2,20 @@
 
 from tenantplane.alerting.models import AlertingConfig, AlertingCredentials
 from tenantplane.apikey.models import ApiKey
+from tenantplane.cluster.models import Cluster, ClusterHistory
 from tenantplane.db.base import Base
 from tenantplane.member.models import Member
+from tenantplane.providers.orchestrator.simulator_models import SimulatedCluster
 from tenantplane.tenant.models import Tenant
 
-__all__ = ["AlertingConfig", "AlertingCredentials", "ApiKey", "Base", "Member", "Tenant"]
+__all__ = [
+    "AlertingConfig",
+    "AlertingCredentials",
+    "ApiKey",
+    "Base",
+    "Cluster",
+    "ClusterHistory",
+    "Member",
+    "SimulatedCluster",
+    "Tenant",
+]

@@ -1,7 +1,7 @@
 """alerting configs and credentials
 
 Revision ID: 0006
-Revises: 0001
+Revises: 0004
 Create Date: 2026-11-22 00:10:31.848035
 """
 
@@ -13,7 +13,7 @@ from alembic import op
 import tenantplane.db.base
 
 revision: str = "0006"
-down_revision: str | None = "0001"
+down_revision: str | None = "0004"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,18 @@
+"""The reconciler framework (leases, fetcher, runner, wake-up hints); see docs/reconcilers.md."""
+
+from tenantplane.reconcile.hints import wake_after_commit, wake_now
+from tenantplane.reconcile.lease import Lease, Leased, LeaseGuard, ready_condition, released
+from tenantplane.reconcile.runner import Reconciler, ReconcilerRunner, Supervisor
+
+__all__ = [
+    "Lease",
+    "LeaseGuard",
+    "Leased",
+    "Reconciler",
+    "ReconcilerRunner",
+    "Supervisor",
+    "ready_condition",
+    "released",
+    "wake_after_commit",
+    "wake_now",
+]

@@ -1,0 +1,90 @@
+"""The fetcher: lease a batch of ready rows in one short transaction."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from datetime import datetime, timedelta
+
+from sqlalchemy import func, select, update
+from sqlalchemy.sql.schema import Table
+
+from tenantplane.db.base import utcnow
+from tenantplane.db.engine import Database
+from tenantplane.reconcile.lease import Lease, ready_condition
+
+
+class Fetcher:
+    """Leases ready rows of one table for one owner.
+
+    PostgreSQL: ``SELECT … FOR UPDATE SKIP LOCKED`` so that any number of workers share the
+    table without waiting on each other. SQLite has no row locks: its transactions begin with
+    ``BEGIN IMMEDIATE`` (one writer at a time, even across processes), and an in-process lock
+    keeps this process's fetches from queueing behind each other.
+    """
+
+    def __init__(self, database: Database, table: Table, owner: str) -> None:
+        self.database = database
+        self.table = table
+        self.owner = owner
+        self._local_lock = asyncio.Lock()
+
+    async def lease(self, limit: int, duration: timedelta) -> list[Lease]:
+        if limit <= 0:
+            return []
+        if self.database.is_sqlite:
+            async with self._local_lock:
+                return await self._lease(limit, duration)
+        return await self._lease(limit, duration)
+
+    async def _lease(self, limit: int, duration: timedelta) -> list[Lease]:
+        table = self.table
+        now = utcnow()
+        expires_at = now + duration
+        token = secrets.token_hex(16)
+        candidates = (
+            select(table.c.id)
+            .where(ready_condition(table, now))
+            .order_by(table.c.reconcile_at, table.c.id)
+            .limit(limit)
+        )
+        if not self.database.is_sqlite:
+            candidates = candidates.with_for_update(skip_locked=True)
+        async with self.database.transaction() as session:
+            ids = list((await session.execute(candidates)).scalars())
+            if not ids:
+                return []
+            await session.execute(
+                update(table)
+                .where(table.c.id.in_(ids))
+                .values(lock_owner=self.owner, lock_token=token, lock_expires_at=expires_at)
+            )
+        return [Lease(table, row_id, token, self.owner, expires_at) for row_id in ids]
+
+    async def next_due(self) -> datetime | None:
+        """When the earliest row not held by a live lease becomes ready (for sleeping)."""
+        table = self.table
+        now = utcnow()
+        unleased = select(func.min(table.c.reconcile_at)).where(
+            table.c.reconcile_at.is_not(None), table.c.lock_token.is_(None)
+        )
+        # A held lease whose holder died becomes ready when it expires.
+        expiring = select(func.min(table.c.lock_expires_at)).where(
+            table.c.reconcile_at.is_not(None), table.c.lock_token.is_not(None)
+        )
+        async with self.database.sessionmaker() as session:
+            first = (await session.execute(unleased)).scalar()
+            second = (await session.execute(expiring)).scalar()
+        candidates = [_aware(value) for value in (first, second) if value is not None]
+        if not candidates:
+            return None
+        return max(min(candidates), now)
+
+
+def _aware(value: datetime) -> datetime:
+    # Aggregates bypass the column type on SQLite and come back naive (they are UTC).
+    from datetime import UTC
+
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)

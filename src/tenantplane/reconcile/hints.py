@@ -1,0 +1,66 @@
+"""Wake-up hints: a committed change wakes the reconciler at once instead of a poll.
+
+Writers of desired state call ``wake_after_commit(session, name)``. The hint fires only when
+the session's transaction commits (a rolled-back request wakes nobody), and reaches every
+runner of that reconciler in this process. Runners in other processes find the change at
+their next due time or idle poll (``TENANTPLANE_RECONCILE_IDLE_POLL_SECONDS``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
+
+_PENDING_KEY = "tenantplane.reconcile.wake"
+
+
+class Wakeups:
+    """Process-wide registry: reconciler name → the events of its running runners."""
+
+    def __init__(self) -> None:
+        self._events: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = defaultdict(
+            set
+        )
+
+    def subscribe(self, name: str) -> asyncio.Event:
+        wake = asyncio.Event()
+        self._events[name].add((asyncio.get_running_loop(), wake))
+        return wake
+
+    def unsubscribe(self, name: str, wake: asyncio.Event) -> None:
+        self._events[name] = {entry for entry in self._events[name] if entry[1] is not wake}
+
+    def wake(self, name: str) -> None:
+        for loop, wake in list(self._events.get(name, ())):
+            if loop.is_closed():
+                continue
+            loop.call_soon_threadsafe(wake.set)
+
+
+wakeups = Wakeups()
+
+
+def wake_after_commit(session: AsyncSession | Session, name: str) -> None:
+    """Wake the reconciler ``name`` once this session's current transaction commits."""
+    sync_session = session.sync_session if isinstance(session, AsyncSession) else session
+    sync_session.info.setdefault(_PENDING_KEY, set()).add(name)
+
+
+def wake_now(name: str) -> None:
+    """Wake the reconciler ``name`` at once (for code that has already committed)."""
+    wakeups.wake(name)
+
+
+@event.listens_for(Session, "after_commit")
+def _after_commit(session: Session) -> None:
+    for name in session.info.pop(_PENDING_KEY, set()):
+        wakeups.wake(name)
+
+
+@event.listens_for(Session, "after_rollback")
+def _after_rollback(session: Session) -> None:
+    session.info.pop(_PENDING_KEY, None)

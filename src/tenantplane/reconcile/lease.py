@@ -1,0 +1,102 @@
+"""Leases on rows that a reconciler drives: the mixin, and the guard that applies results.
+
+A row is *ready* when ``reconcile_at`` is due and no live lease holds it. The fetcher leases
+ready rows (owner, token, expiry); the worker applies what it observed only through a
+``LeaseGuard``, whose statements carry ``WHERE id = … AND lock_token = …``. When the guard
+matches no row the lease was lost (expired and taken by another worker, or the row was
+deleted): the result is stale and is discarded, never written over newer state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import ColumnElement, String, and_, delete, or_, update
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Mapped, declared_attr, mapped_column
+from sqlalchemy.sql.schema import Table
+
+from tenantplane.db.base import UTCDateTime, utcnow
+
+
+class Leased:
+    """Columns of a row driven by a reconciler.
+
+    ``reconcile_at``: when the row next needs attention (NULL: converged, nothing to do).
+    Writers of desired state set it to now (and call ``wake_after_commit``); the reconciler
+    sets it to the time of its next step, or NULL once converged.
+    """
+
+    lock_owner: Mapped[str | None] = mapped_column(String(64), default=None)
+    lock_token: Mapped[str | None] = mapped_column(String(32), default=None)
+    lock_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), default=None)
+
+    @declared_attr
+    def reconcile_at(cls) -> Mapped[datetime | None]:
+        return mapped_column(UTCDateTime(), default=None, index=True)
+
+
+def ready_condition(table: Table, now: datetime) -> ColumnElement[bool]:
+    """Rows whose reconciliation is due and that no live lease holds."""
+    return and_(
+        table.c.reconcile_at.is_not(None),
+        table.c.reconcile_at <= now,
+        or_(table.c.lock_expires_at.is_(None), table.c.lock_expires_at < now),
+    )
+
+
+def released() -> dict[str, Any]:
+    """Values that end a lease."""
+    return {"lock_owner": None, "lock_token": None, "lock_expires_at": None}
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A lease on one row: what the worker needs to apply its results safely."""
+
+    table: Table
+    row_id: Any
+    token: str
+    owner: str
+    expires_at: datetime
+
+    def guard(self, session: AsyncSession) -> LeaseGuard:
+        return LeaseGuard(session, self)
+
+
+class LeaseGuard:
+    """Statements that take effect only while the lease is still held (0 rows = stale)."""
+
+    def __init__(self, session: AsyncSession, lease: Lease) -> None:
+        self.session = session
+        self.lease = lease
+
+    @property
+    def _where(self) -> ColumnElement[bool]:
+        table = self.lease.table
+        return and_(table.c.id == self.lease.row_id, table.c.lock_token == self.lease.token)
+
+    async def update(self, *, release: bool = True, **values: Any) -> bool:
+        """Write ``values`` (and end the lease unless ``release=False``) if still held."""
+        if release:
+            values = {**values, **released()}
+        statement = update(self.lease.table).where(self._where).values(**values)
+        result = await self.session.execute(statement)
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    async def retry_at(self, when: datetime) -> bool:
+        """End the lease and ask to be called again at ``when``."""
+        return await self.update(reconcile_at=when)
+
+    async def retry_in(self, seconds: float) -> bool:
+        return await self.retry_at(utcnow() + timedelta(seconds=seconds))
+
+    async def delete(self) -> bool:
+        """Delete the row if still held (a resource whose teardown is complete)."""
+        result = await self.session.execute(delete(self.lease.table).where(self._where))
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+__all__ = ["Lease", "LeaseGuard", "Leased", "ready_condition", "released"]

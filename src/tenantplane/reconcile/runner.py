@@ -1,0 +1,206 @@
+"""Reconcilers and the runner that drives them.
+
+A reconciler turns one leased row into progress in three steps:
+
+1. ``load`` in a short session: read the row and what else is needed into a plain snapshot;
+2. ``act`` with no session open: call the outside world (idempotent calls only);
+3. ``apply`` in a new short session: write what was observed through the ``LeaseGuard``
+   (0 rows updated = the lease was lost; the result is discarded).
+
+The runner leases up to ``concurrency`` rows at a time, sleeps until the next row is due or
+a wake-up hint arrives, and never holds a transaction open across ``act``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import socket
+from abc import ABC, abstractmethod
+from datetime import timedelta
+from typing import Any, ClassVar, Generic, TypeVar
+
+import structlog
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.schema import Table
+
+from tenantplane.db.base import utcnow
+from tenantplane.db.engine import Database
+from tenantplane.reconcile.fetcher import Fetcher
+from tenantplane.reconcile.hints import wakeups
+from tenantplane.reconcile.lease import Lease, LeaseGuard
+
+log = structlog.get_logger(__name__)
+
+Snapshot = TypeVar("Snapshot")
+Outcome = TypeVar("Outcome")
+
+
+class Reconciler(ABC, Generic[Snapshot, Outcome]):
+    """One kind of asynchronous work; subclass it and list its factory in the registry."""
+
+    #: Name used by wake-up hints (``wake_after_commit(session, name)``) and logs.
+    name: ClassVar[str]
+    #: The table of rows with the ``Leased`` columns (``Model.__table__``).
+    table: ClassVar[Table]
+    #: Rows worked on at once by one runner.
+    concurrency: int = 8
+    #: How long a lease lasts; ``act`` must finish well within it.
+    lease_seconds: float = 30.0
+    #: Delay before a row whose ``act`` or ``apply`` raised is tried again.
+    error_backoff_seconds: float = 5.0
+
+    @abstractmethod
+    async def load(self, session: AsyncSession, row_id: Any) -> Snapshot | None:
+        """Read what ``act`` needs; None when there is nothing to do (the lease is ended)."""
+
+    @abstractmethod
+    async def act(self, snapshot: Snapshot) -> Outcome:
+        """Call the outside world. No database session is open here."""
+
+    @abstractmethod
+    async def apply(
+        self, session: AsyncSession, guard: LeaseGuard, snapshot: Snapshot, outcome: Outcome
+    ) -> None:
+        """Record the outcome through ``guard`` (which also ends the lease)."""
+
+
+def process_identity() -> str:
+    return f"{socket.gethostname()[:32]}:{os.getpid()}:{secrets.token_hex(4)}"
+
+
+class ReconcilerRunner:
+    """Drives one reconciler: fetch leases, run them with bounded concurrency, sleep."""
+
+    def __init__(
+        self,
+        database: Database,
+        reconciler: Reconciler[Any, Any],
+        *,
+        owner: str | None = None,
+        idle_poll_seconds: float = 5.0,
+    ) -> None:
+        self.database = database
+        self.reconciler = reconciler
+        self.owner = owner or process_identity()
+        self.idle_poll_seconds = idle_poll_seconds
+        self.fetcher = Fetcher(database, reconciler.table, self.owner)
+        self._inflight: set[asyncio.Task[None]] = set()
+        self._log = log.bind(reconciler=reconciler.name)
+
+    async def run(self) -> None:
+        reconciler = self.reconciler
+        wake = wakeups.subscribe(reconciler.name)
+        try:
+            while True:
+                wake.clear()
+                free = reconciler.concurrency - len(self._inflight)
+                leases: list[Lease] = []
+                try:
+                    leases = await self.fetcher.lease(
+                        free, timedelta(seconds=reconciler.lease_seconds)
+                    )
+                except Exception:
+                    self._log.exception("lease fetch failed")
+                for lease in leases:
+                    task = asyncio.create_task(self._work(lease))
+                    self._inflight.add(task)
+                    task.add_done_callback(self._finished(wake))
+                if leases and len(leases) == free:
+                    # Full batch: more may be ready; come back as soon as a slot frees.
+                    await self._wait_for_slot(wake)
+                    continue
+                await self._sleep(wake)
+        finally:
+            wakeups.unsubscribe(reconciler.name, wake)
+            for task in self._inflight:
+                task.cancel()
+            if self._inflight:
+                await asyncio.gather(*self._inflight, return_exceptions=True)
+
+    def _finished(self, wake: asyncio.Event) -> Any:
+        def done(task: asyncio.Task[None]) -> None:
+            self._inflight.discard(task)
+            # A finished row may have scheduled its next step sooner than our sleep.
+            wake.set()
+
+        return done
+
+    async def _wait_for_slot(self, wake: asyncio.Event) -> None:
+        if len(self._inflight) >= self.reconciler.concurrency:
+            await wake.wait()
+
+    async def _sleep(self, wake: asyncio.Event) -> None:
+        timeout = self.idle_poll_seconds
+        try:
+            due = await self.fetcher.next_due()
+        except Exception:
+            self._log.exception("next-due query failed")
+            due = None
+        if due is not None:
+            timeout = min(timeout, max((due - utcnow()).total_seconds(), 0.0))
+        # A floor keeps a row that another process is leasing right now from spinning us.
+        timeout = max(timeout, 0.01)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(wake.wait(), timeout)
+
+    async def _work(self, lease: Lease) -> None:
+        reconciler = self.reconciler
+        try:
+            async with self.database.transaction() as session:
+                snapshot = await reconciler.load(session, lease.row_id)
+                if snapshot is None:
+                    await lease.guard(session).update(reconcile_at=None)
+                    return
+            outcome = await reconciler.act(snapshot)
+            async with self.database.transaction() as session:
+                await reconciler.apply(session, lease.guard(session), snapshot, outcome)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            self._log.exception("reconcile step failed", row_id=lease.row_id)
+            await self._back_off(lease)
+
+    async def _back_off(self, lease: Lease) -> None:
+        with contextlib.suppress(Exception):
+            async with self.database.transaction() as session:
+                await lease.guard(session).retry_in(self.reconciler.error_backoff_seconds)
+
+
+class Supervisor:
+    """Runs every reconciler of this process until stopped (app lifespan, `worker`)."""
+
+    def __init__(
+        self,
+        database: Database,
+        reconcilers: list[Reconciler[Any, Any]],
+        *,
+        idle_poll_seconds: float = 5.0,
+    ) -> None:
+        owner = process_identity()
+        self.runners = [
+            ReconcilerRunner(database, reconciler, owner=owner, idle_poll_seconds=idle_poll_seconds)
+            for reconciler in reconcilers
+        ]
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def start(self) -> None:
+        self._tasks = [
+            asyncio.create_task(runner.run(), name=f"reconciler:{runner.reconciler.name}")
+            for runner in self.runners
+        ]
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+
+    async def run_forever(self) -> None:
+        self.start()
+        try:
+            await asyncio.gather(*self._tasks)
+        finally:
+            await self.stop()

@@ -1,0 +1,162 @@
+"""The reconciler framework on its own: leases, guarded apply, hints, bounded concurrency.
+
+A trivial reconciler drives rows of the clusters table (any table with the Leased columns
+would do) so that the framework is shown apart from the cluster feature's logic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, ClassVar
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.schema import Table
+
+from tenantplane.cluster.models import Cluster
+from tenantplane.db.base import utcnow
+from tenantplane.db.engine import Database
+from tenantplane.reconcile import LeaseGuard, Reconciler, ReconcilerRunner, wake_after_commit
+from tenantplane.reconcile.fetcher import Fetcher
+from tests.factories import Factory
+
+DEADLINE_SECONDS = 60
+
+
+@dataclass
+class Seen:
+    row_id: int
+    generation: int
+
+
+class CountingReconciler(Reconciler[Seen, int]):
+    """Marks each row converged after recording that it acted on it."""
+
+    name: ClassVar[str] = "test-counting"
+    table: ClassVar[Table] = Cluster.__table__  # type: ignore[assignment]
+
+    def __init__(self, concurrency: int = 4) -> None:
+        self.concurrency = concurrency
+        self.acted: list[int] = []
+        self.running = 0
+        self.max_running = 0
+
+    async def load(self, session: AsyncSession, row_id: Any) -> Seen | None:
+        cluster = await session.get(Cluster, row_id)
+        return None if cluster is None else Seen(cluster.id, cluster.generation)
+
+    async def act(self, snapshot: Seen) -> int:
+        self.running += 1
+        self.max_running = max(self.max_running, self.running)
+        await asyncio.sleep(0.01)
+        self.running -= 1
+        self.acted.append(snapshot.row_id)
+        return snapshot.generation
+
+    async def apply(
+        self, session: AsyncSession, guard: LeaseGuard, snapshot: Seen, outcome: int
+    ) -> None:
+        await guard.update(observed_generation=outcome, reconcile_at=None)
+
+
+async def add_rows(database: Database, tenant_id: int, count: int, *, due: bool) -> list[int]:
+    async with database.transaction() as session:
+        rows = [
+            Cluster(
+                uid=uuid.uuid4().hex,
+                tenant_id=tenant_id,
+                name=f"c-{index}",
+                version="1.33",
+                cpu="1",
+                memory="1Gi",
+                storage="1Gi",
+                cpu_millicores=1000,
+                memory_bytes=2**30,
+                storage_bytes=2**30,
+                reconcile_at=utcnow() if due else None,
+            )
+            for index in range(count)
+        ]
+        session.add_all(rows)
+        await session.flush()
+        return [row.id for row in rows]
+
+
+async def wait_until(condition: Any, what: str) -> None:
+    deadline = asyncio.get_running_loop().time() + DEADLINE_SECONDS
+    while not await condition():
+        if asyncio.get_running_loop().time() > deadline:
+            pytest.fail(f"gave up after {DEADLINE_SECONDS}s waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+async def observed(database: Database) -> dict[int, int]:
+    async with database.sessionmaker() as session:
+        rows = await session.execute(select(Cluster.id, Cluster.observed_generation))
+        return {row_id: generation for row_id, generation in rows.all()}
+
+
+async def test_every_due_row_is_reconciled_once_within_the_concurrency_bound(
+    database: Database, factory: Factory
+) -> None:
+    tenant = await factory.tenant()
+    ids = await add_rows(database, tenant.id, 30, due=True)
+    reconciler = CountingReconciler(concurrency=4)
+    runner = ReconcilerRunner(database, reconciler, idle_poll_seconds=30)
+    task = asyncio.create_task(runner.run())
+    try:
+
+        async def all_done() -> bool:
+            return all(value == 1 for value in (await observed(database)).values())
+
+        await wait_until(all_done, "every row reconciled")
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    assert sorted(reconciler.acted) == sorted(ids)
+    assert reconciler.max_running <= 4
+
+
+async def test_a_hint_after_commit_wakes_an_idle_runner(
+    database: Database, factory: Factory
+) -> None:
+    tenant = await factory.tenant()
+    [row_id] = await add_rows(database, tenant.id, 1, due=False)
+    reconciler = CountingReconciler()
+    # The idle poll is far longer than the deadline: only the hint can wake the runner.
+    runner = ReconcilerRunner(database, reconciler, idle_poll_seconds=3600)
+    task = asyncio.create_task(runner.run())
+    try:
+        await asyncio.sleep(0.1)
+        assert reconciler.acted == []
+        async with database.transaction() as session:
+            cluster = await session.get(Cluster, row_id)
+            assert cluster is not None
+            cluster.reconcile_at = utcnow()
+            wake_after_commit(session, reconciler.name)
+
+        async def done() -> bool:
+            return (await observed(database))[row_id] == 1
+
+        await wait_until(done, "the woken runner")
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_lost_lease_discards_the_result(database: Database, factory: Factory) -> None:
+    tenant = await factory.tenant()
+    [row_id] = await add_rows(database, tenant.id, 1, due=True)
+    first = Fetcher(database, Cluster.__table__, "first")  # type: ignore[arg-type]
+    second = Fetcher(database, Cluster.__table__, "second")  # type: ignore[arg-type]
+    [stale] = await first.lease(10, timedelta(seconds=-1))  # already expired
+    assert await second.lease(10, timedelta(seconds=60)) != []
+    # A live lease is never handed out twice.
+    assert await first.lease(10, timedelta(seconds=60)) == []
+    async with database.transaction() as session:
+        assert await stale.guard(session).update(observed_generation=99) is False
+    assert (await observed(database))[row_id] == 0
