@@ -178,15 +178,6 @@ def _relative(path: str, focus: Focus) -> str | None:
     return path
 
 
-def _validate(document: Document, focus: Focus) -> None:
-    try:
-        validate_config(document)
-    except ConfigError as exc:
-        raise ValidationFailed(
-            exc.message, field=_relative(exc.path, focus), code=exc.code
-        ) from None
-
-
 async def write(
     session: AsyncSession,
     backend: AlertingBackend,
@@ -198,6 +189,7 @@ async def write(
     *,
     reset: bool = False,
 ) -> Written[T]:
+    """Apply ``change`` to the tenant's document under its row lock; see the module doc."""
     credentials = await _credentials(session, backend, tenant, secret_key)
     repository = AlertingRepository.from_session(session)
     if backend.renders_all_tenants:
@@ -209,25 +201,38 @@ async def write(
     check_if_match(if_match, row.resource_version)
     document = clone(row.document)
     value = change(document)
-    if document == row.document:
+    unchanged = document == row.document
+    if unchanged and not reset:
         return Written(value, Snapshot(row.document, row.resource_version))
-    if callable(focus):
-        focus = focus(document)
-    _validate(document, focus)
-    try:
-        backend.check(tenant.name, document)
-    except BackendNamingError as exc:
-        raise ValidationFailed(
-            exc.message, field=_relative(exc.path, focus), code=exc.code
-        ) from None
-    row.document = document
-    row.updated_at = datetime.now(UTC)
-    await session.flush()
+    if not unchanged:
+        _check(backend, tenant, document, focus(document) if callable(focus) else focus)
+        row.document = document
+        row.updated_at = datetime.now(UTC)
+        await session.flush()
+    # A reset always reaches the backend: it may hold what this service never adopted.
     target = Target(
         tenant.name,
         credentials,
         await repository.all_documents() if backend.renders_all_tenants else {},
     )
+    await _apply(backend, target, document, reset=reset)
+    return Written(value, Snapshot(row.document, row.resource_version))
+
+
+def _check(backend: AlertingBackend, tenant: TenantRef, document: Document, focus: Focus) -> None:
+    """Alertmanager's rules, then the backend's own; errors relative to the request body."""
+    try:
+        validate_config(document)
+        backend.check(tenant.name, document)
+    except (ConfigError, BackendNamingError) as exc:
+        raise ValidationFailed(
+            exc.message, field=_relative(exc.path, focus), code=exc.code
+        ) from None
+
+
+async def _apply(
+    backend: AlertingBackend, target: Target, document: Document, *, reset: bool
+) -> None:
     try:
         if reset:
             await backend.remove(target)
@@ -237,7 +242,6 @@ async def write(
         raise ValidationFailed(str(exc), field=None, code="ALERTING_BACKEND_REJECTED") from None
     except BackendUnavailable as exc:
         raise _unavailable(exc) from None
-    return Written(value, Snapshot(document, row.resource_version))
 
 
 # --- the changes each endpoint makes -------------------------------------------------------
