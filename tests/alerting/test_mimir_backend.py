@@ -229,3 +229,9 @@ async def test_a_configuration_the_api_cannot_represent_is_not_adopted(
         f"{tenant.path}/alerting/config", headers=bearer(tenant.readonly_key)
     )
     assert read.json()["receivers"] == [{"name": "default"}]
+    # A reset still deletes what Mimir holds, though the stored document did not change.
+    reset = await mimir_client.delete(
+        f"{tenant.path}/alerting/config", headers=bearer(tenant.admin_key)
+    )
+    assert reset.status_code == 200
+    assert tenant.name not in fake_mimir.configs
