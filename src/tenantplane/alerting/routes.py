@@ -25,7 +25,7 @@ from tenantplane.alerting.schemas import (
 from tenantplane.alerting.service import Focus, TenantRef
 from tenantplane.db.session import SessionDep
 from tenantplane.http.auth import Principal, TenantAdmin, TenantMember
-from tenantplane.http.errors import NotFound, ValidationFailed
+from tenantplane.http.errors import NotFound, ValidationFailed, error_responses
 from tenantplane.http.etag import IfMatch, set_etag
 from tenantplane.providers.alerting.base import AlertingBackend
 from tenantplane.providers.alerting.factory import build_backend
@@ -141,7 +141,7 @@ async def get_config(
     return _wrapper(snapshot.document)
 
 
-@router.put("/config")
+@router.put("/config", responses=error_responses(412))
 async def put_config(
     principal: TenantAdmin,
     body: JsonObject,
@@ -158,7 +158,7 @@ async def put_config(
     return _wrapper(written.snapshot.document)
 
 
-@router.delete("/config")
+@router.delete("/config", responses=error_responses(412))
 async def reset_config(
     principal: TenantAdmin,
     alerting: AlertingDep,
@@ -189,7 +189,7 @@ async def list_receivers(
     return {"items": snapshot.document["receivers"]}
 
 
-@router.get("/receivers/{name}")
+@router.get("/receivers/{name}", responses=error_responses(404))
 async def get_receiver(
     principal: TenantMember,
     name: str,
@@ -206,7 +206,7 @@ async def get_receiver(
     return receiver
 
 
-@router.put("/receivers/{name}")
+@router.put("/receivers/{name}", responses=error_responses(412))
 async def put_receiver(
     principal: TenantAdmin,
     name: str,
@@ -229,7 +229,11 @@ async def put_receiver(
     return result
 
 
-@router.delete("/receivers/{name}", status_code=status.HTTP_204_NO_CONTENT)
+@router.delete(
+    "/receivers/{name}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses=error_responses(404, 409, 412),
+)
 async def delete_receiver(
     principal: TenantAdmin,
     name: str,
@@ -260,7 +264,7 @@ async def list_routes(
     return {"items": snapshot.document["route"].get("routes", [])}
 
 
-@router.get("/routes/{id}")
+@router.get("/routes/{id}", responses=error_responses(404))
 async def get_route(
     principal: TenantMember,
     id: str,
@@ -277,7 +281,7 @@ async def get_route(
     return route
 
 
-@router.put("/routes/{id}")
+@router.put("/routes/{id}", responses=error_responses(412))
 async def put_route(
     principal: TenantAdmin,
     id: str,
@@ -300,7 +304,9 @@ async def put_route(
     return result
 
 
-@router.delete("/routes/{id}", status_code=status.HTTP_204_NO_CONTENT)
+@router.delete(
+    "/routes/{id}", status_code=status.HTTP_204_NO_CONTENT, responses=error_responses(404, 412)
+)
 async def delete_route(
     principal: TenantAdmin,
     id: str,
@@ -329,7 +335,7 @@ async def get_root_route(
     return route
 
 
-@router.put("/route")
+@router.put("/route", responses=error_responses(412))
 async def put_root_route(
     principal: TenantAdmin,
     body: JsonObject,
@@ -363,7 +369,7 @@ async def get_global(
     return glob
 
 
-@router.put("/global")
+@router.put("/global", responses=error_responses(412))
 async def put_global(
     principal: TenantAdmin,
     body: JsonObject,
@@ -400,7 +406,7 @@ async def list_templates(
     return {"items": items}
 
 
-@router.get("/templates/{filename}")
+@router.get("/templates/{filename}", responses=error_responses(404))
 async def get_template(
     principal: TenantMember,
     filename: str,
@@ -415,7 +421,7 @@ async def get_template(
     return TemplateRead(filename=filename, contents=contents)
 
 
-@router.put("/templates/{filename}")
+@router.put("/templates/{filename}", responses=error_responses(412))
 async def put_template(
     principal: TenantAdmin,
     filename: str,
@@ -435,7 +441,11 @@ async def put_template(
     return TemplateRead(filename=filename, contents=body.contents)
 
 
-@router.delete("/templates/{filename}", status_code=status.HTTP_204_NO_CONTENT)
+@router.delete(
+    "/templates/{filename}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses=error_responses(404, 412),
+)
 async def delete_template(
     principal: TenantAdmin,
     filename: str,
@@ -465,7 +475,7 @@ async def list_time_intervals(
     return {"items": snapshot.document["time_intervals"]}
 
 
-@router.get("/time-intervals/{name}")
+@router.get("/time-intervals/{name}", responses=error_responses(404))
 async def get_time_interval(
     principal: TenantMember,
     name: str,
@@ -482,7 +492,7 @@ async def get_time_interval(
     return TimeIntervalRead(name=name, time_intervals=entry.get("time_intervals", []))
 
 
-@router.put("/time-intervals/{name}")
+@router.put("/time-intervals/{name}", responses=error_responses(412))
 async def put_time_interval(
     principal: TenantAdmin,
     name: str,
@@ -504,7 +514,11 @@ async def put_time_interval(
     return TimeIntervalRead(name=name, time_intervals=entry["time_intervals"])
 
 
-@router.delete("/time-intervals/{name}", status_code=status.HTTP_204_NO_CONTENT)
+@router.delete(
+    "/time-intervals/{name}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses=error_responses(404, 409, 412),
+)
 async def delete_time_interval(
     principal: TenantAdmin,
     name: str,
