@@ -387,6 +387,41 @@ VALID: list[tuple[str, Wrapper]] = [
         ),
     ),
     (
+        "more-integrations",
+        wrapper(
+            glob={"victorops_api_key": "k", "telegram_api_url": "https://api.telegram.org"},
+            receivers=[
+                {
+                    "name": "default",
+                    "discord_configs": [{"webhook_url": "https://discord.com/api/webhooks/1/x"}],
+                    "telegram_configs": [
+                        {"bot_token": "t", "chat_id": -100123, "parse_mode": "MarkdownV2"}
+                    ],
+                    "pushover_configs": [
+                        {
+                            "user_key": "u",
+                            "token": "t",
+                            "retry": "1.5m",
+                            "expire": "2h",
+                            "html": True,
+                        }
+                    ],
+                    "victorops_configs": [
+                        {
+                            "routing_key": "ops",
+                            "custom_fields": {"team": "db"},
+                            "message_type": "WARNING",
+                        }
+                    ],
+                    "webex_configs": [
+                        {"room_id": "r", "http_config": {"authorization": {"credentials": "c"}}},
+                        {"room_id": "r", "http_config": {"bearer_token": "t"}},
+                    ],
+                }
+            ],
+        ),
+    ),
+    (
         "templates",
         wrapper(
             templates={
@@ -590,6 +625,78 @@ INVALID: list[tuple[str, Wrapper, str]] = [
         "tls-version",
         receiver(
             webhook_configs=[{**HOOK, "http_config": {"tls_config": {"min_version": "TLS9"}}}]
+        ),
+        "VALIDATION_FAILED",
+    ),
+    ("discord-without-url", receiver(discord_configs=[{"title": "x"}]), "VALIDATION_FAILED"),
+    ("discord-url", receiver(discord_configs=[{"webhook_url": "discord"}]), "INVALID_URL"),
+    ("telegram-without-token", receiver(telegram_configs=[{"chat_id": 1}]), "VALIDATION_FAILED"),
+    ("telegram-without-chat", receiver(telegram_configs=[{"bot_token": "t"}]), "VALIDATION_FAILED"),
+    (
+        "telegram-chat-zero",
+        receiver(telegram_configs=[{"bot_token": "t", "chat_id": 0}]),
+        "VALIDATION_FAILED",
+    ),
+    (
+        "telegram-chat-string",
+        receiver(telegram_configs=[{"bot_token": "t", "chat_id": "1"}]),
+        "VALIDATION_FAILED",
+    ),
+    (
+        "telegram-parse-mode",
+        receiver(telegram_configs=[{"bot_token": "t", "chat_id": 1, "parse_mode": "html"}]),
+        "VALIDATION_FAILED",
+    ),
+    ("pushover-without-token", receiver(pushover_configs=[{"user_key": "u"}]), "VALIDATION_FAILED"),
+    (
+        "pushover-retry-days",
+        receiver(pushover_configs=[{"user_key": "u", "token": "t", "retry": "1d"}]),
+        "INVALID_DURATION",
+    ),
+    (
+        "pushover-retry-unitless",
+        receiver(pushover_configs=[{"user_key": "u", "token": "t", "expire": "300"}]),
+        "INVALID_DURATION",
+    ),
+    (
+        "pushover-unknown-field",
+        receiver(pushover_configs=[{"user_key": "u", "token": "t", "ttl": "1h"}]),
+        "UNKNOWN_FIELD",
+    ),
+    (
+        "victorops-without-routing-key",
+        receiver(victorops_configs=[{"api_key": "k"}]),
+        "VALIDATION_FAILED",
+    ),
+    (
+        "victorops-without-api-key",
+        receiver(victorops_configs=[{"routing_key": "r"}]),
+        "VALIDATION_FAILED",
+    ),
+    (
+        "victorops-reserved-field",
+        receiver(
+            victorops_configs=[
+                {"api_key": "k", "routing_key": "r", "custom_fields": {"entity_id": "x"}}
+            ]
+        ),
+        "VALIDATION_FAILED",
+    ),
+    (
+        "webex-without-room",
+        receiver(webex_configs=[{"http_config": {"bearer_token": "t"}}]),
+        "VALIDATION_FAILED",
+    ),
+    (
+        "webex-without-authorization",
+        receiver(webex_configs=[{"room_id": "r"}]),
+        "VALIDATION_FAILED",
+    ),
+    (
+        "webex-global-authorization-does-not-count",
+        wrapper(
+            glob={"http_config": {"authorization": {"credentials": "c"}}},
+            receivers=[{"name": "default", "webex_configs": [{"room_id": "r"}]}],
         ),
         "VALIDATION_FAILED",
     ),

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from tenantplane.alerting.validation.durations import parse_duration
+from tenantplane.alerting.validation.durations import parse_duration, parse_go_duration
 from tenantplane.alerting.validation.goregex import check_go_regex
 from tenantplane.alerting.validation.gotemplate import check_template
 from tenantplane.alerting.validation.matchers import parse_matchers
@@ -173,6 +173,28 @@ DURATIONS = [
     "1us",
     "s",
 ]
+GO_DURATIONS = [
+    "0",
+    "1.5h",
+    "-1s",
+    "+5s",
+    ".5s",
+    "5.s",
+    "1h30m10s5ms3us2ns",
+    "1µs",
+    "1μs",
+    "300ms",
+    "",
+    "1d",
+    "300",
+    ".s",
+    "-",
+    "1.2.3s",
+    "1e3s",
+    "9999999999h",
+    "1 s",
+    "1S",
+]
 TEMPLATES = [
     "{{ .X }}",
     "{{- .X -}}",
@@ -262,6 +284,18 @@ def test_duration_parser_agrees_with_alertmanager(tmp_path: Path) -> None:
     disagreements = _agreement(
         DURATIONS, _accepts(parse_duration), lambda d: _child(group_wait=d), tmp_path
     )
+    assert disagreements == []
+
+
+def test_go_duration_parser_agrees_with_alertmanager(tmp_path: Path) -> None:
+    def document(value: str) -> dict[str, Any]:
+        pushover = {"user_key": "u", "token": "t", "retry": value}
+        return {
+            "receivers": [{"name": "d", "pushover_configs": [pushover]}],
+            "route": {"receiver": "d"},
+        }
+
+    disagreements = _agreement(GO_DURATIONS, _accepts(parse_go_duration), document, tmp_path)
     assert disagreements == []
 
 

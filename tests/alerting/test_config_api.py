@@ -258,7 +258,7 @@ async def test_validation_errors_point_at_the_body_field(
             "email_configs[0].smarthost",
         ),
         ("receivers/x", {"sms_configs": []}, "UNKNOWN_FIELD", "sms_configs"),
-        ("receivers/x", {"pushover_configs": []}, "UNSUPPORTED_INTEGRATION", "pushover_configs"),
+        ("receivers/x", {"sns_configs": []}, "UNSUPPORTED_INTEGRATION", "sns_configs"),
         (
             "receivers/x",
             {

@@ -34,6 +34,15 @@ _INHERITED: dict[str, tuple[tuple[str, str], ...]] = {
         ("api_key", "opsgenie_api_key"),
         ("http_config", "http_config"),
     ),
+    "discord_configs": (("http_config", "http_config"),),
+    "telegram_configs": (("api_url", "telegram_api_url"), ("http_config", "http_config")),
+    "pushover_configs": (("http_config", "http_config"),),
+    "victorops_configs": (
+        ("api_url", "victorops_api_url"),
+        ("api_key", "victorops_api_key"),
+        ("http_config", "http_config"),
+    ),
+    "webex_configs": (("api_url", "webex_api_url"),),
 }
 
 

@@ -11,8 +11,10 @@ from tenantplane.alerting.validation.schema import (
     Check,
     boolean,
     duration,
+    go_duration,
     host_port,
     http_config,
+    integer,
     list_of,
     map_of_strings,
     not_allowed,
@@ -162,6 +164,55 @@ _OPSGENIE = obj(
 )
 
 
+_DISCORD = obj({**_COMMON, "webhook_url": url, "title": string, "message": string})
+
+_TELEGRAM = obj(
+    {
+        **_COMMON,
+        "api_url": url,
+        "bot_token": string,
+        "chat_id": integer,
+        "message": string,
+        "disable_notifications": boolean,
+        "parse_mode": string,
+    }
+)
+
+_PUSHOVER = obj(
+    {
+        **_COMMON,
+        "user_key": string,
+        "token": string,
+        "title": string,
+        "message": string,
+        "url": string,
+        "url_title": string,
+        "sound": string,
+        "priority": string,
+        "retry": go_duration,
+        "expire": go_duration,
+        "html": boolean,
+    }
+)
+
+_VICTOROPS = obj(
+    {
+        **_COMMON,
+        "api_key": string,
+        "api_key_file": not_allowed,
+        "api_url": url,
+        "routing_key": string,
+        "message_type": string,
+        "state_message": string,
+        "entity_display_name": string,
+        "monitoring_tool": string,
+        "custom_fields": map_of_strings,
+    }
+)
+
+_WEBEX = obj({**_COMMON, "api_url": url, "room_id": string, "message": string})
+
+
 def _canonical_header(key: str) -> str:
     """Go's textproto.CanonicalMIMEHeaderKey for ordinary header names."""
     if not key or any(not (c.isalnum() or c in "-!#$%&'*+.^_`|~") for c in key):
@@ -249,6 +300,71 @@ def _opsgenie_rules(config: dict[str, Any], glob: Mapping[str, Any], path: str) 
         )
 
 
+def _discord_rules(config: dict[str, Any], glob: Mapping[str, Any], path: str) -> None:
+    if "webhook_url" not in config:
+        raise ConfigError("no discord webhook URL provided", join(path, "webhook_url"))
+
+
+_TELEGRAM_PARSE_MODES = frozenset({"", "Markdown", "MarkdownV2", "HTML"})
+
+
+def _telegram_rules(config: dict[str, Any], glob: Mapping[str, Any], path: str) -> None:
+    if not config.get("bot_token"):
+        raise ConfigError("missing bot_token on telegram_config", join(path, "bot_token"))
+    if not config.get("chat_id"):
+        raise ConfigError("missing chat_id on telegram_config", join(path, "chat_id"))
+    if config.get("parse_mode", "") not in _TELEGRAM_PARSE_MODES:
+        raise ConfigError(
+            "unknown parse_mode on telegram_config, must be Markdown, MarkdownV2, HTML or "
+            "empty string",
+            join(path, "parse_mode"),
+        )
+
+
+def _pushover_rules(config: dict[str, Any], glob: Mapping[str, Any], path: str) -> None:
+    if not config.get("user_key"):
+        raise ConfigError("missing user key in Pushover config", join(path, "user_key"))
+    if not config.get("token"):
+        raise ConfigError("missing token in Pushover config", join(path, "token"))
+
+
+_VICTOROPS_RESERVED = (
+    "routing_key",
+    "message_type",
+    "state_message",
+    "entity_display_name",
+    "monitoring_tool",
+    "entity_id",
+    "entity_state",
+)
+
+
+def _victorops_rules(config: dict[str, Any], glob: Mapping[str, Any], path: str) -> None:
+    if not config.get("routing_key"):
+        raise ConfigError("missing Routing key in VictorOps config", join(path, "routing_key"))
+    for key in config.get("custom_fields", {}):
+        if key in _VICTOROPS_RESERVED:
+            raise ConfigError(
+                f"victorOps config contains custom field {key} which cannot be used as it "
+                "conflicts with the fixed/static fields",
+                join(join(path, "custom_fields"), key),
+            )
+    if not config.get("api_key") and not glob.get("victorops_api_key"):
+        raise ConfigError("no global VictorOps API Key set", join(path, "api_key"))
+
+
+def _webex_rules(config: dict[str, Any], glob: Mapping[str, Any], path: str) -> None:
+    if not config.get("room_id"):
+        raise ConfigError("missing room_id on webex_config", join(path, "room_id"))
+    # Checked before the global HTTP settings apply, as Alertmanager does; a bearer_token
+    # counts (the HTTP client turns it into an authorization).
+    http = config.get("http_config") or {}
+    if not http.get("authorization") and not http.get("bearer_token"):
+        raise ConfigError(
+            "missing webex_configs.http_config.authorization", join(path, "http_config")
+        )
+
+
 Rules = Callable[[dict[str, Any], Mapping[str, Any], str], None]
 INTEGRATIONS: dict[str, tuple[Check, Rules]] = {
     "email_configs": (_EMAIL, _email_rules),
@@ -256,16 +372,13 @@ INTEGRATIONS: dict[str, tuple[Check, Rules]] = {
     "webhook_configs": (_WEBHOOK, _webhook_rules),
     "pagerduty_configs": (_PAGERDUTY, _pagerduty_rules),
     "opsgenie_configs": (_OPSGENIE, _opsgenie_rules),
+    "discord_configs": (_DISCORD, _discord_rules),
+    "telegram_configs": (_TELEGRAM, _telegram_rules),
+    "pushover_configs": (_PUSHOVER, _pushover_rules),
+    "victorops_configs": (_VICTOROPS, _victorops_rules),
+    "webex_configs": (_WEBEX, _webex_rules),
 }
-UNSUPPORTED_INTEGRATIONS = (
-    "wechat_configs",
-    "pushover_configs",
-    "victorops_configs",
-    "sns_configs",
-    "telegram_configs",
-    "discord_configs",
-    "webex_configs",
-)
+UNSUPPORTED_INTEGRATIONS = ("wechat_configs", "sns_configs")
 
 
 def check_receiver(receiver: Any, glob: Mapping[str, Any], path: str) -> None:

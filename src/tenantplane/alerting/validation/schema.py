@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tenantplane.alerting.validation.addresses import parse_host_port, parse_http_url
-from tenantplane.alerting.validation.durations import parse_duration
+from tenantplane.alerting.validation.durations import parse_duration, parse_go_duration
 from tenantplane.alerting.validation.errors import ConfigError, join
 
 Check = Callable[[Any, str], None]
@@ -39,6 +39,20 @@ def duration(value: Any, path: str) -> None:
         parse_duration(value)
     except ValueError as exc:
         raise ConfigError(str(exc), path, "INVALID_DURATION") from None
+
+
+def go_duration(value: Any, path: str) -> None:
+    """A Go time.Duration (`1.5h`, `300ms`), as Pushover's retry and expire are."""
+    string(value, path)
+    try:
+        parse_go_duration(value)
+    except ValueError as exc:
+        raise ConfigError(str(exc), path, "INVALID_DURATION") from None
+
+
+def integer(value: Any, path: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not -(2**63) <= value < 2**63:
+        raise ConfigError("must be an integer", path)
 
 
 def url(value: Any, path: str) -> None:
