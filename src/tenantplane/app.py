@@ -23,6 +23,7 @@ from tenantplane.http.ratelimit import RateLimiter, RateLimitMiddleware
 from tenantplane.http.request_id import RequestIdMiddleware
 from tenantplane.logging import configure_logging
 from tenantplane.member.routes import router as member_router
+from tenantplane.providers.alerting.factory import backend_from_settings
 from tenantplane.providers.identity import build_token_verifier
 from tenantplane.tenant.routes import router as tenant_router
 
@@ -84,6 +85,7 @@ def create_app(
     app.state.settings = settings
     app.state.api_key_secret = settings.api_key_secret()
     app.state.token_verifier = build_token_verifier(settings)
+    app.state.alerting_backend = backend_from_settings(settings)
     app.state.metrics_registry = CollectorRegistry()
     app.state.rate_limiter = RateLimiter(settings, rate_limit_prefix)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
+import pytest
 import yaml
 
 from tests.alerting import amtool
@@ -235,3 +236,14 @@ async def test_a_configuration_the_api_cannot_represent_is_not_adopted(
     )
     assert reset.status_code == 200
     assert tenant.name not in fake_mimir.configs
+
+
+def test_the_app_refuses_to_start_without_the_backend_url(tmp_path: Path) -> None:
+    from tenantplane.app import create_app
+
+    for backend, setting in (("mimir", "MIMIR_URL"), ("alertmanager", "ALERTMANAGER_URL")):
+        settings = make_settings(
+            f"sqlite+aiosqlite:///{tmp_path / 'x.db'}", tmp_path, alerting_backend=backend
+        )
+        with pytest.raises(ValueError, match=setting):
+            create_app(settings)

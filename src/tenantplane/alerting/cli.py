@@ -16,7 +16,7 @@ from tenantplane.alerting.models import CredentialsAuth
 from tenantplane.config import Settings
 from tenantplane.db.engine import Database
 from tenantplane.http.errors import ApiError
-from tenantplane.providers.alerting.factory import build_backend
+from tenantplane.providers.alerting.factory import backend_from_settings
 
 app = typer.Typer(help="Alerting backends: tenant credentials and re-applying configurations.")
 T = TypeVar("T")
@@ -123,13 +123,7 @@ def show_credentials(tenant: str) -> None:
 def sync() -> None:
     """Apply every stored configuration to the configured backend again."""
     settings = Settings()
-    backend = build_backend(
-        settings.alerting_backend,
-        mimir_url=settings.mimir_url,
-        alertmanager_url=settings.alertmanager_url,
-        alertmanager_config_file=settings.alertmanager_config_file,
-        timeout=settings.alerting_backend_timeout_seconds,
-    )
+    backend = backend_from_settings(settings)
 
     async def work(session: AsyncSession) -> list[str]:
         return await service.apply_stored(session, backend, settings.api_key_secret())

@@ -28,7 +28,6 @@ from tenantplane.http.auth import Principal, TenantAdmin, TenantMember
 from tenantplane.http.errors import NotFound, ValidationFailed, error_responses
 from tenantplane.http.etag import IfMatch, set_etag
 from tenantplane.providers.alerting.base import AlertingBackend
-from tenantplane.providers.alerting.factory import build_backend
 
 router = APIRouter(prefix="/tenants/{tenant}/alerting", tags=["alerting"])
 T = TypeVar("T")
@@ -38,18 +37,7 @@ MAX_NAME_LENGTH = 200
 
 
 def get_backend(request: Request) -> AlertingBackend:
-    state = request.app.state
-    backend: AlertingBackend | None = getattr(state, "alerting_backend", None)
-    if backend is None:
-        settings = state.settings
-        backend = build_backend(
-            settings.alerting_backend,
-            mimir_url=settings.mimir_url,
-            alertmanager_url=settings.alertmanager_url,
-            alertmanager_config_file=settings.alertmanager_config_file,
-            timeout=settings.alerting_backend_timeout_seconds,
-        )
-        state.alerting_backend = backend
+    backend: AlertingBackend = request.app.state.alerting_backend
     return backend
 
 

@@ -2,7 +2,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tenantplane.config import Settings
 from tenantplane.providers.alerting.base import AlertingBackend, DatabaseBackend, DisabledBackend
+
+
+def backend_from_settings(settings: Settings) -> AlertingBackend:
+    """The configured backend; raises ValueError at start-up when its settings are missing."""
+    return build_backend(
+        settings.alerting_backend,
+        mimir_url=settings.mimir_url,
+        alertmanager_url=settings.alertmanager_url,
+        alertmanager_config_file=settings.alertmanager_config_file,
+        timeout=settings.alerting_backend_timeout_seconds,
+    )
 
 
 def build_backend(
