@@ -224,3 +224,25 @@ async def test_a_refused_reload_restores_the_exact_previous_file(
     assert config_file.read_text() == before
     assert list((config_file.parent / "templates").iterdir()) == []
     assert alertmanager.reloads == reloads_before + 2  # the refused one, then the rollback
+
+
+async def test_concurrent_writers_of_different_tenants_all_reach_the_file(
+    shared_client: httpx.AsyncClient,
+    shared_alertmanager: SharedAlertmanager,
+    factory: Factory,
+    unique: str,
+) -> None:
+    tenants = [await factory.tenant(f"c{index}-{unique}") for index in range(4)]
+
+    async def write(tenant: TenantFixture) -> httpx.Response:
+        return await shared_client.put(
+            f"{tenant.path}/alerting/receivers/ops",
+            json={"webhook_configs": [{"url": "https://hooks.example.com/"}]},
+            headers=bearer(tenant.admin_key),
+        )
+
+    responses = await asyncio.gather(*(write(tenant) for tenant in tenants))
+    assert [response.status_code for response in responses] == [201] * len(tenants)
+    config = yaml.safe_load(shared_alertmanager.config_file.read_text())
+    names = {receiver["name"] for receiver in config["receivers"]}
+    assert {f"{tenant.name}/ops" for tenant in tenants} <= names
