@@ -10,7 +10,10 @@ from pathlib import Path
 import httpx
 from typer.testing import CliRunner
 
+from tenantplane.alerting.render import dump_yaml, shared_config
 from tenantplane.cli import app
+from tenantplane.providers.alerting.alertmanager import TEMPLATE_DIR
+from tests.alerting.conftest import SharedAlertmanager
 from tests.conftest import TEST_SECRET
 from tests.factories import Factory
 from tests.fakes.mimir import FakeMimir
@@ -138,3 +141,35 @@ async def test_set_credentials_refuses_missing_secrets_and_unknown_tenants(
     )
     assert code == 1
     assert "not found" in err
+
+
+async def test_sync_rewrites_the_shared_alertmanager_file(
+    shared_client: httpx.AsyncClient,
+    shared_alertmanager: SharedAlertmanager,
+    factory: Factory,
+    database_url: str,
+    tmp_path: Path,
+) -> None:
+    tenant = await factory.tenant()
+    response = await shared_client.put(
+        f"{tenant.path}/alerting/receivers/ops",
+        json={"webhook_configs": [{"url": "https://hooks.example.com/"}]},
+        headers=bearer(tenant.admin_key),
+    )
+    assert response.status_code == 201, response.text
+    written = shared_alertmanager.config_file.read_text()
+    shared_alertmanager.config_file.write_text(dump_yaml(shared_config({}, TEMPLATE_DIR)))
+
+    code, _, err = await tenantplane(
+        "alerting",
+        "sync",
+        database_url=database_url,
+        cwd=tmp_path,
+        extra_env={
+            "TENANTPLANE_ALERTING_BACKEND": "alertmanager",
+            "TENANTPLANE_ALERTMANAGER_URL": shared_alertmanager.url,
+            "TENANTPLANE_ALERTMANAGER_CONFIG_FILE": str(shared_alertmanager.config_file),
+        },
+    )
+    assert code == 0, err
+    assert shared_alertmanager.config_file.read_text() == written

@@ -438,19 +438,20 @@ async def apply_stored(
     if backend.renders_all_tenants:
         await repository.lock_shared_render()
     documents = await repository.all_documents()
-    applied: list[str] = []
-    for tenant_id, name in await repository.tenants_with_documents():
-        credentials = None
-        if backend.needs_credentials:
-            row = await repository.get_credentials(tenant_id)
-            if row is None:
-                continue
-            credentials = credentials_of(row, secret_key)
-        try:
+    try:
+        if backend.renders_all_tenants:  # one write renders every tenant
+            await backend.apply(Target("*", None, documents), {})
+            return sorted(documents)
+        applied: list[str] = []
+        for tenant_id, name in await repository.tenants_with_documents():
+            credentials = None
+            if backend.needs_credentials:
+                row = await repository.get_credentials(tenant_id)
+                if row is None:
+                    continue
+                credentials = credentials_of(row, secret_key)
             await backend.apply(Target(name, credentials, documents), documents[name])
-        except (BackendRejected, BackendUnavailable) as exc:
-            raise ServiceUnavailable(f"{name}: {exc}", code="ALERTING_BACKEND_UNAVAILABLE") from exc
-        applied.append(name)
-        if backend.renders_all_tenants:
-            break  # one write renders every tenant
-    return applied
+            applied.append(name)
+        return applied
+    except (BackendRejected, BackendUnavailable) as exc:
+        raise _unavailable(exc) from None
