@@ -1,5 +1,6 @@
 """Every feature's models, imported so that Base.metadata knows all tables (Alembic)."""
 
+from tenantplane.alerting.models import AlertingConfig, AlertingCredentials
 from tenantplane.apikey.models import ApiKey
 from tenantplane.cluster.models import Cluster, ClusterHistory
 from tenantplane.db.base import Base
@@ -10,6 +11,8 @@ from tenantplane.secret.models import Secret
 from tenantplane.tenant.models import Tenant
 
 __all__ = [
+    "AlertingConfig",
+    "AlertingCredentials",
     "ApiKey",
     "Base",
     "Cluster",
