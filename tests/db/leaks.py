@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import psycopg
@@ -15,7 +16,7 @@ def raw_keys_in_sqlite(database_file: Path) -> list[bytes]:
     found: list[bytes] = []
     for path in (database_file, Path(f"{database_file}-wal")):
         if path.exists():
-            found += RAW_KEY.findall(path.read_bytes())
+            found += RAW_KEY.findall(_read_from_another_process(path))
     return found
 
 
@@ -38,7 +39,7 @@ def needles_in_database(url: str, needles: list[bytes]) -> list[bytes]:
     if make_url(url).get_backend_name() == "sqlite":
         database_file = Path(make_url(url).database or "")
         blobs = [
-            path.read_bytes()
+            _read_from_another_process(path)
             for path in (database_file, Path(f"{database_file}-wal"))
             if path.exists()
         ]
@@ -54,3 +55,10 @@ def needles_in_database(url: str, needles: list[bytes]) -> list[bytes]:
                 for (row,) in connection.execute(f"SELECT t::text FROM {table} t"):  # noqa: S608
                     blobs.append(row.encode())
     return [needle for needle in needles if any(needle in blob for blob in blobs)]
+
+
+def _read_from_another_process(path: Path) -> bytes:
+    # Closing any descriptor of a file drops every POSIX lock this process holds on it, the
+    # SQLite connections' included (another process may then delete the WAL under them):
+    # a database still in use by this process is read by a child process instead.
+    return subprocess.run(["cat", str(path)], capture_output=True, check=True).stdout
