@@ -53,3 +53,29 @@ def status_matches(**expected: Any) -> Callable[[httpx.Response], bool]:
 
 def gone(response: httpx.Response) -> bool:
     return response.status_code == 404
+
+
+async def create_cluster(
+    client: httpx.AsyncClient, tenant_path: str, key: str, name: str, **fields: Any
+) -> httpx.Response:
+    response = await client.post(
+        f"{tenant_path}/clusters",
+        json={"name": name, **fields},
+        headers={"Authorization": f"Bearer {key}"},
+    )
+    assert response.status_code == 201, response.text
+    return response
+
+
+async def wait_running(
+    client: httpx.AsyncClient, tenant_path: str, key: str, name: str
+) -> dict[str, Any]:
+    response = await poll(
+        client,
+        f"{tenant_path}/clusters/{name}",
+        {"Authorization": f"Bearer {key}"},
+        phase_is("Running"),
+        f"cluster {name} Running",
+    )
+    body: dict[str, Any] = response.json()
+    return body

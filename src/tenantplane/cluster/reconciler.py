@@ -109,8 +109,10 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
             return
         status = observed_status(cluster, outcome, now)
         changes = {key: value for key, value in status.items() if getattr(cluster, key) != value}
-        if cluster.generation != snapshot.generation:
-            next_at = now  # the spec changed while we were away
+        leased_at = guard.lease.expires_at - timedelta(seconds=self.lease_seconds)
+        nudged = cluster.reconcile_at is not None and cluster.reconcile_at > leased_at
+        if cluster.generation != snapshot.generation or nudged:
+            next_at = now  # the spec changed, or someone asked for a look, while we were away
         elif outcome.settled and not cluster.is_terminating:
             next_at = now + self.resync
         else:
