@@ -92,7 +92,7 @@ INVALID = [
     "1..5",
     "1,5",
     "0x10",
-    "１",
+    "\uff11",  # a full-width digit one
     "Inf",
     "NaN",
 ]
