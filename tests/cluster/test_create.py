@@ -65,6 +65,7 @@ async def test_create_keeps_what_the_client_chose(
     assert body["alerts"] == {"email": "ops@example.com", "nested": {"severity": ["critical"]}}
     assert body["status"]["haReplicasDesired"] == 3
     assert body["status"]["haEtcdReplicasDesired"] == 3
+    assert body["status"]["haPhase"] == "pending"
     assert body["warnings"] == []
 
 

@@ -14,7 +14,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.catalogue.plans import PlanCatalogue, PlanLimits, Resources
 from tenantplane.catalogue.versions import VersionCatalogue, parse_minor
-from tenantplane.cluster.models import Cluster, ClusterEvent, ClusterHistory, ClusterPhase
+from tenantplane.cluster.models import (
+    Cluster,
+    ClusterEvent,
+    ClusterHistory,
+    ClusterPhase,
+    HaPhase,
+)
 from tenantplane.cluster.quantity import BYTE_UNIT, CPU_UNIT, positive_amount
 from tenantplane.cluster.reconciler import CLUSTERS
 from tenantplane.cluster.repository import ClusterRepository, Usage
@@ -220,6 +226,7 @@ async def create(
         alerts=body.alerts or {},
         generation=1,
         phase=ClusterPhase.pending.value,
+        ha_phase=HaPhase.pending.value if body.high_availability else HaPhase.none.value,
         reconcile_at=now,
     )
     repository.add(cluster)
