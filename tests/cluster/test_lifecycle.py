@@ -113,7 +113,12 @@ async def test_ha_cluster_becomes_healthy_and_keeps_its_anchor_through_an_upgrad
     def record_until_healthy(response: httpx.Response) -> bool:
         status = response.json()["status"]
         seen.append(
-            (status["phase"], status["haPhase"], status["haReplicasReady"], status["haEtcdReplicasReady"])
+            (
+                status["phase"],
+                status["haPhase"],
+                status["haReplicasReady"],
+                status["haEtcdReplicasReady"],
+            )
         )
         return status["haPhase"] == "ha-healthy"
 

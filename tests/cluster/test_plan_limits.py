@@ -119,9 +119,7 @@ plans:
 """,
         encoding="utf-8",
     )
-    settings = make_settings(
-        database_url, tmp_path, run_reconcilers=False, plans_file=catalogue
-    )
+    settings = make_settings(database_url, tmp_path, run_reconcilers=False, plans_file=catalogue)
     tenant = await factory.tenant(plan=Plan.starter)
     async with running_app(settings) as app, api_client(app) as client:
         first = await create_cluster(client, tenant.path, tenant.admin_key, "one")
