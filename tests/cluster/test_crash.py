@@ -15,6 +15,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from itertools import pairwise
 from pathlib import Path
 
 import httpx
@@ -58,7 +59,7 @@ def server(
         "TENANTPLANE_RECONCILE_IDLE_POLL_SECONDS": "0.2",
     }
     with (tmp_path / log_name).open("wb") as log:
-        process = subprocess.Popen(  # noqa: S603 - our own entry point
+        process = subprocess.Popen(
             [TENANTPLANE, "serve", "--host", "127.0.0.1", "--port", str(port)],
             env=env,
             stdout=log,
@@ -193,7 +194,7 @@ async def test_sigkill_during_provisioning_and_upgrades_loses_nothing_and_repeat
                         and (
                             not item["highAvailability"]
                             or item["status"]["haPhase"] == "ha-healthy"
-                        )  # type: ignore[index]
+                        )
                         for item in items
                     )
                 ),
@@ -222,10 +223,11 @@ async def test_sigkill_during_provisioning_and_upgrades_loses_nothing_and_repeat
         mine = [entry for entry in entries if entry.cluster_uid == cluster.uid]
         assert [entry.event for entry in mine].count("created") == 1
         phases = [entry.phase for entry in mine if entry.event == "phase_changed"]
-        assert all(a != b for a, b in zip(phases, phases[1:], strict=False)), phases
+        assert all(a != b for a, b in pairwise(phases)), phases
         if cluster.name.startswith("early"):
             assert is_subsequence(phases, ["Provisioning", "Running", "Upgrading", "Running"])
-            assert phases[:2] == ["Provisioning", "Running"] and phases[-1] == "Running"
+            assert phases[:2] == ["Provisioning", "Running"]
+            assert phases[-1] == "Running"
         else:
             assert phases in (["Provisioning", "Running"], ["Running"]), phases
         if cluster.high_availability:

@@ -216,14 +216,14 @@ async def test_quantities_follow_the_kubernetes_grammar_over_http(
             assert response.status_code == 400, (field, value, response.text)
             assert response.json()["field"] == f"resources.{field}"
             assert response.json()["code"] == "VALIDATION_FAILED"
-    for value in (1, 1.5, None, True):
+    for wrong in (1, 1.5, None, True):
         response = await post(
-            client, tenant.path, tenant.admin_key, {"name": "bad", "resources": {"cpu": value}}
+            client, tenant.path, tenant.admin_key, {"name": "bad", "resources": {"cpu": wrong}}
         )
-        if value is None:
+        if wrong is None:
             assert response.status_code == 201  # null: the default
         else:
-            assert response.status_code == 400, value
+            assert response.status_code == 400, wrong
             assert response.json()["field"] == "resources.cpu"
 
 

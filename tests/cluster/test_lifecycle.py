@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Sequence
+from itertools import pairwise
 
 import httpx
 from cryptography import x509
@@ -120,7 +121,7 @@ async def test_ha_cluster_becomes_healthy_and_keeps_its_anchor_through_an_upgrad
                 status["haEtcdReplicasReady"],
             )
         )
-        return status["haPhase"] == "ha-healthy"
+        return bool(status["haPhase"] == "ha-healthy")
 
     healthy = (await poll(client, path, headers, record_until_healthy, "ha-healthy")).json()
     status = healthy["status"]
@@ -132,7 +133,8 @@ async def test_ha_cluster_becomes_healthy_and_keeps_its_anchor_through_an_upgrad
     for phase, ha_phase, control_plane, etcd in seen[:-1]:
         assert ha_phase == "pending", seen
         assert phase in {"Pending", "Provisioning", "Running"}
-        assert control_plane <= 3 and etcd <= 3
+        assert control_plane <= 3
+        assert etcd <= 3
     ready_counts = [(cp, etcd) for _, _, cp, etcd in seen]
     assert ready_counts == sorted(ready_counts, key=sum)
     anchor = status["haEnabledAt"]
@@ -146,7 +148,7 @@ async def test_ha_cluster_becomes_healthy_and_keeps_its_anchor_through_an_upgrad
         during.append(status["phase"])
         assert status["haEnabledAt"] == anchor  # never changed, never cleared
         assert status["haConfigured"] is True
-        return (
+        return bool(
             status["kubernetesVersion"].startswith("v1.33.")
             and status["phase"] == "Running"
             and status["haPhase"] == "ha-healthy"
@@ -213,5 +215,5 @@ async def test_deletion_is_recorded_and_the_history_outlives_the_cluster(
     ]
     assert [entry.phase for entry in entries][-2:] == ["Terminating", "Deleted"]
     assert [entry.cpu_millicores for entry in entries] == [2000, 2000, 2000, 3000, 3000, 3000]
-    assert all(entry.at <= later.at for entry, later in zip(entries, entries[1:], strict=False))
+    assert all(entry.at <= later.at for entry, later in pairwise(entries))
     assert len({entry.cluster_uid for entry in entries}) == 1
