@@ -9,14 +9,17 @@ import httpx
 import pytest
 from fastapi import FastAPI
 from sqlalchemy import delete
+from sqlalchemy.engine import make_url
 
 from tenantplane.config import Settings
 from tenantplane.db.engine import Database
 from tenantplane.db.migrate import upgrade
 from tenantplane.db.models import Base
 from tests.backends import postgres_database, sqlite_database
+from tests.db.leaks import raw_keys_in_postgres, raw_keys_in_sqlite
 from tests.factories import Factory
 from tests.http_client import api_client, running_app
+from tests.oidc_provider import MockProvider, mock_provider
 
 BACKENDS = ["sqlite", "postgresql"]
 TEST_SECRET = "test-secret-key-for-api-key-hashes"
@@ -36,6 +39,13 @@ def database_url(
     with context as url:
         upgrade(url)
         yield url
+        # After the whole run on this backend: not one raw key was ever written.
+        leaked = (
+            raw_keys_in_sqlite(Path(make_url(url).database or ""))
+            if backend == "sqlite"
+            else raw_keys_in_postgres(url)
+        )
+        assert leaked == [], f"raw API keys found in the {backend} database"
 
 
 @pytest.fixture(scope="session")
@@ -92,3 +102,10 @@ def factory(database: Database) -> Factory:
 @pytest.fixture
 def unique() -> str:
     return uuid.uuid4().hex[:8]
+
+
+@pytest.fixture(scope="session")
+def oidc_provider() -> Iterator[MockProvider]:
+    """oidc-provider-mock on loopback for the whole run (a real OpenID provider)."""
+    with mock_provider() as provider:
+        yield provider

@@ -29,14 +29,22 @@ class Settings(BaseSettings):
     auth_failure_threshold: int = 5
     auth_backoff_base_seconds: int = 1
     auth_backoff_max_seconds: int = 900
-    # A failure counter lapses this long after it started (quiet period).
-    auth_failure_window_seconds: int = 600
+    # Failures are counted over this moving window: after this long without a failure the
+    # count, and with it the backoff, is back to zero.
+    auth_failure_window_seconds: int = 300
 
     max_body_bytes: int = 1024 * 1024
     api_key_last_used_resolution_seconds: int = 60
 
     oidc_issuer: str | None = None
     oidc_audience: str | None = None
+    # Clock skew tolerated on exp, nbf and iat.
+    oidc_leeway_seconds: int = 30
+    # The JWKS is re-read this often, and at most once per refresh interval when a token
+    # names a key id the cache does not know (a rotation at the provider).
+    oidc_jwks_cache_seconds: int = 3600
+    oidc_jwks_min_refresh_seconds: int = 60
+    oidc_http_timeout_seconds: float = 5.0
 
     orchestrator: Literal["simulator"] = "simulator"
     simulator_step_seconds: float = 3.0

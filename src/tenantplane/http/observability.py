@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import Any
 
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from tenantplane.http.route_index import templates_by_endpoint
 
 access_log = structlog.get_logger("tenantplane.access")
 
@@ -28,16 +32,28 @@ class HttpMetrics:
         )
 
 
-def _route_template(scope: Scope) -> str:
-    route = scope.get("route")
-    # Unmatched paths share one label: raw paths would let any client grow the series.
-    return str(getattr(route, "path", "<unmatched>"))
+class RouteTemplates:
+    """Maps the matched endpoint back to its full path template, for metric labels."""
+
+    def __init__(self) -> None:
+        self._templates: dict[tuple[Callable[..., Any], str], str] | None = None
+
+    def of(self, scope: Scope) -> str:
+        endpoint, route = scope.get("endpoint"), scope.get("route")
+        if endpoint is None or route is None:
+            # Unmatched paths share one label: raw paths would let any client grow the series.
+            return str(getattr(route, "path", "<unmatched>"))
+        if self._templates is None:
+            self._templates = templates_by_endpoint(scope["app"].routes)
+        template = self._templates.get((endpoint, scope["method"]))
+        return template or str(getattr(route, "path", "<unmatched>"))
 
 
 class ObservabilityMiddleware:
     def __init__(self, app: ASGIApp, metrics: HttpMetrics) -> None:
         self.app = app
         self.metrics = metrics
+        self.templates = RouteTemplates()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -56,7 +72,7 @@ class ObservabilityMiddleware:
             await self.app(scope, receive, observe)
         finally:
             elapsed = time.perf_counter() - started
-            route, method = _route_template(scope), scope["method"]
+            route, method = self.templates.of(scope), scope["method"]
             self.metrics.requests.labels(route, method, str(status)).inc()
             self.metrics.latency.labels(route, method).observe(elapsed)
             client = scope.get("client")

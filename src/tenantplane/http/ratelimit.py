@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 
 import structlog
-from limits import RateLimitItem, parse
+from limits import RateLimitItem, RateLimitItemPerSecond, parse
 from limits.aio.storage import Storage
 from limits.aio.strategies import MovingWindowRateLimiter
 from limits.storage import storage_from_string
@@ -49,6 +49,8 @@ class RateLimiter:
         self.storage = storage
         self.limiter = MovingWindowRateLimiter(self.storage)
         self.item: RateLimitItem = parse(settings.rate_limit)
+        # Its amount is never reached: only the count within the window matters.
+        self.failures = RateLimitItemPerSecond(10_000, settings.auth_failure_window_seconds)
         self.settings = settings
         self.prefix = key_prefix
 
@@ -62,16 +64,18 @@ class RateLimiter:
         return Verdict(False, max(1, math.ceil(stats.reset_time - time.time())), "RATE_LIMITED")
 
     async def record_auth_failure(self, ip: str) -> None:
-        settings = self.settings
-        failures = await self.storage.incr(
-            self._key("authfail", ip), settings.auth_failure_window_seconds
-        )
-        excess = failures - settings.auth_failure_threshold
+        """Count the failure in a moving window; past the threshold, block the IP for a
+        period that doubles with every further failure. After a window with no failures
+        the count is back to zero, and so is the backoff."""
+        await self.limiter.hit(self.failures, "authfail", ip)
+        stats = await self.limiter.get_window_stats(self.failures, "authfail", ip)
+        failures = self.failures.amount - stats.remaining
+        excess = failures - self.settings.auth_failure_threshold
         if excess < 0:
             return
         backoff = min(
-            settings.auth_backoff_base_seconds * 2 ** min(excess, 32),
-            settings.auth_backoff_max_seconds,
+            self.settings.auth_backoff_base_seconds * 2 ** min(excess, 32),
+            self.settings.auth_backoff_max_seconds,
         )
         await self.storage.incr(self._key("authblock", ip), backoff)
 

@@ -1,0 +1,3 @@
+from tenantplane.cli import app
+
+app()
