@@ -115,8 +115,8 @@ async def test_every_due_row_is_reconciled_once_within_the_concurrency_bound(
 
         await wait_until(all_done, "every row reconciled")
     finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        runner.stop()
+        await task
     assert sorted(reconciler.acted) == sorted(ids)
     assert reconciler.max_running <= 4
 
@@ -144,8 +144,8 @@ async def test_a_hint_after_commit_wakes_an_idle_runner(
 
         await wait_until(done, "the woken runner")
     finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        runner.stop()
+        await task
 
 
 async def test_a_lost_lease_discards_the_result(database: Database, factory: Factory) -> None:

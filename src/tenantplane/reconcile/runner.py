@@ -88,13 +88,21 @@ class ReconcilerRunner:
         self.idle_poll_seconds = idle_poll_seconds
         self.fetcher = Fetcher(database, reconciler.table, self.owner)
         self._inflight: set[asyncio.Task[None]] = set()
+        self._stopping = asyncio.Event()
+        self._wake: asyncio.Event | None = None
         self._log = log.bind(reconciler=reconciler.name)
 
-    async def run(self) -> None:
+    def stop(self) -> None:
+        """Take no new work; ``run`` returns once the rows in hand are done."""
+        self._stopping.set()
+        if self._wake is not None:
+            self._wake.set()
+
+    async def run(self, shutdown_grace_seconds: float = 10.0) -> None:
         reconciler = self.reconciler
-        wake = wakeups.subscribe(reconciler.name)
+        wake = self._wake = wakeups.subscribe(reconciler.name)
         try:
-            while True:
+            while not self._stopping.is_set():
                 wake.clear()
                 free = reconciler.concurrency - len(self._inflight)
                 leases: list[Lease] = []
@@ -115,10 +123,17 @@ class ReconcilerRunner:
                 await self._sleep(wake)
         finally:
             wakeups.unsubscribe(reconciler.name, wake)
-            for task in self._inflight:
-                task.cancel()
-            if self._inflight:
-                await asyncio.gather(*self._inflight, return_exceptions=True)
+            await self._drain(shutdown_grace_seconds)
+
+    async def _drain(self, grace_seconds: float) -> None:
+        # Cancelling a task inside a transaction can strand its connection (on SQLite, with
+        # the write lock held): rows in hand are finished, and only cancelled after a grace.
+        if not self._inflight:
+            return
+        _, late = await asyncio.wait(set(self._inflight), timeout=grace_seconds)
+        for task in late:
+            task.cancel()
+        await asyncio.gather(*late, return_exceptions=True)
 
     def _finished(self, wake: asyncio.Event) -> Any:
         def done(task: asyncio.Task[None]) -> None:
@@ -129,7 +144,7 @@ class ReconcilerRunner:
         return done
 
     async def _wait_for_slot(self, wake: asyncio.Event) -> None:
-        if len(self._inflight) >= self.reconciler.concurrency:
+        if len(self._inflight) >= self.reconciler.concurrency and not self._stopping.is_set():
             await wake.wait()
 
     async def _sleep(self, wake: asyncio.Event) -> None:
@@ -141,6 +156,8 @@ class ReconcilerRunner:
             due = None
         if due is not None:
             timeout = min(timeout, max((due - utcnow()).total_seconds(), 0.0))
+        if self._stopping.is_set():
+            return
         # A floor keeps a row that another process is leasing right now from spinning us.
         timeout = max(timeout, 0.01)
         with contextlib.suppress(TimeoutError):
@@ -192,10 +209,15 @@ class Supervisor:
             for runner in self.runners
         ]
 
-    async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+    async def stop(self, grace_seconds: float = 10.0) -> None:
+        """Graceful: runners finish the rows in hand; cancelled only after the grace."""
+        for runner in self.runners:
+            runner.stop()
+        if self._tasks:
+            _, late = await asyncio.wait(self._tasks, timeout=grace_seconds + 1)
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
 
     async def run_forever(self) -> None:
