@@ -41,7 +41,7 @@ def _cluster_name(name: str) -> str:
     return path_name(name, what="cluster")
 
 
-@router.post("", status_code=status.HTTP_201_CREATED)
+@router.post("", status_code=status.HTTP_201_CREATED, response_model_exclude_none=True)
 async def create_cluster(
     principal: TenantAdmin,
     body: ClusterCreate,
@@ -55,13 +55,13 @@ async def create_cluster(
     return ClusterRead.of(cluster, warnings)
 
 
-@router.get("")
+@router.get("", response_model_exclude_none=True)
 async def list_clusters(principal: TenantMember, session: SessionDep) -> ItemList[ClusterRead]:
     clusters = await service.list_clusters(session, principal.tenant_id)
     return ItemList[ClusterRead](items=[ClusterRead.of(cluster) for cluster in clusters])
 
 
-@router.get("/{name}")
+@router.get("/{name}", response_model_exclude_none=True)
 async def get_cluster(
     principal: TenantMember, name: str, session: SessionDep, response: Response
 ) -> ClusterRead:
@@ -70,7 +70,7 @@ async def get_cluster(
     return ClusterRead.of(cluster)
 
 
-@router.patch("/{name}")
+@router.patch("/{name}", response_model_exclude_none=True)
 async def update_cluster(
     principal: TenantAdmin,
     name: str,
@@ -87,7 +87,7 @@ async def update_cluster(
     return ClusterRead.of(cluster)
 
 
-@router.delete("/{name}", status_code=status.HTTP_202_ACCEPTED)
+@router.delete("/{name}", status_code=status.HTTP_202_ACCEPTED, response_model_exclude_none=True)
 async def delete_cluster(
     principal: TenantAdmin,
     name: str,
