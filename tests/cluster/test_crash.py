@@ -233,4 +233,4 @@ async def test_sigkill_during_provisioning_and_upgrades_loses_nothing_and_repeat
         if cluster.high_availability:
             assert [entry.event for entry in mine].count("ha_configured") == 1
             assert cluster.ha_enabled_at is not None
-        assert cluster.lock_token is None or cluster.lock_expires_at is not None
+        assert cluster.observed_generation == cluster.generation, cluster.name
