@@ -1,5 +1,6 @@
 """Every feature's models, imported so that Base.metadata knows all tables (Alembic)."""
 
+from tenantplane.alerting.models import AlertingConfig, AlertingCredentials
 from tenantplane.apikey.models import ApiKey
 from tenantplane.cluster.models import Cluster, ClusterHistory
 from tenantplane.db.base import Base
@@ -7,4 +8,14 @@ from tenantplane.member.models import Member
 from tenantplane.providers.orchestrator.simulator_models import SimulatedCluster
 from tenantplane.tenant.models import Tenant
 
-__all__ = ["ApiKey", "Base", "Cluster", "ClusterHistory", "Member", "SimulatedCluster", "Tenant"]
+__all__ = [
+    "AlertingConfig",
+    "AlertingCredentials",
+    "ApiKey",
+    "Base",
+    "Cluster",
+    "ClusterHistory",
+    "Member",
+    "SimulatedCluster",
+    "Tenant",
+]
