@@ -19,6 +19,7 @@ from tenantplane.cluster.schemas import (
 from tenantplane.config import Settings
 from tenantplane.db.session import SessionDep
 from tenantplane.http.auth import AnyCaller, TenantAdmin, TenantMember
+from tenantplane.http.errors import error_responses
 from tenantplane.http.etag import IfMatch, set_etag
 from tenantplane.http.names import path_name
 from tenantplane.http.schemas import ItemList
@@ -41,7 +42,12 @@ def _cluster_name(name: str) -> str:
     return path_name(name, what="cluster")
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, response_model_exclude_none=True)
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    response_model_exclude_none=True,
+    responses=error_responses(409),
+)
 async def create_cluster(
     principal: TenantAdmin,
     body: ClusterCreate,
@@ -61,7 +67,7 @@ async def list_clusters(principal: TenantMember, session: SessionDep) -> ItemLis
     return ItemList[ClusterRead](items=[ClusterRead.of(cluster) for cluster in clusters])
 
 
-@router.get("/{name}", response_model_exclude_none=True)
+@router.get("/{name}", response_model_exclude_none=True, responses=error_responses(404))
 async def get_cluster(
     principal: TenantMember, name: str, session: SessionDep, response: Response
 ) -> ClusterRead:
@@ -70,7 +76,7 @@ async def get_cluster(
     return ClusterRead.of(cluster)
 
 
-@router.patch("/{name}", response_model_exclude_none=True)
+@router.patch("/{name}", response_model_exclude_none=True, responses=error_responses(404, 409, 412))
 async def update_cluster(
     principal: TenantAdmin,
     name: str,
@@ -87,7 +93,12 @@ async def update_cluster(
     return ClusterRead.of(cluster)
 
 
-@router.delete("/{name}", status_code=status.HTTP_202_ACCEPTED, response_model_exclude_none=True)
+@router.delete(
+    "/{name}",
+    status_code=status.HTTP_202_ACCEPTED,
+    response_model_exclude_none=True,
+    responses=error_responses(404, 412),
+)
 async def delete_cluster(
     principal: TenantAdmin,
     name: str,
@@ -100,7 +111,7 @@ async def delete_cluster(
     return ClusterRead.of(cluster)
 
 
-@router.get("/{name}/connection-details")
+@router.get("/{name}/connection-details", responses=error_responses(404))
 async def get_connection_details(
     principal: TenantMember, name: str, session: SessionDep, request: Request
 ) -> ConnectionDetails:
