@@ -14,6 +14,8 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from tenantplane import ops
 from tenantplane.alerting.routes import router as alerting_router
 from tenantplane.apikey.routes import router as apikey_router
+from tenantplane.cluster.routes import router as cluster_router
+from tenantplane.cluster.routes import versions_router as cluster_versions_router
 from tenantplane.config import Settings
 from tenantplane.db.engine import Database
 from tenantplane.http.body_limit import RequestBodyMiddleware
@@ -29,7 +31,15 @@ from tenantplane.secret.routes import router as secret_router
 from tenantplane.tenant.routes import router as tenant_router
 
 API_PREFIX = "/api/v1"
-FEATURE_ROUTERS = (tenant_router, member_router, apikey_router, alerting_router, secret_router)
+FEATURE_ROUTERS = (
+    tenant_router,
+    member_router,
+    apikey_router,
+    alerting_router,
+    cluster_router,
+    cluster_versions_router,
+    secret_router,
+)
 
 
 def api_router() -> APIRouter:

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.alerting.cli import app as alerting_app
 from tenantplane.apikey import service as apikey_service
+from tenantplane.cluster.cli import simulator_app
 from tenantplane.config import Settings
 from tenantplane.db.engine import Database
 from tenantplane.db.migrate import upgrade
@@ -27,6 +28,7 @@ app = typer.Typer(help="Operate a tenantplane control plane.", no_args_is_help=T
 tenant_app = typer.Typer(help="Create, change and list tenants.", no_args_is_help=True)
 app.add_typer(tenant_app, name="tenant")
 app.add_typer(alerting_app, name="alerting")
+app.add_typer(simulator_app, name="simulator")
 
 console = Console()
 errors = Console(stderr=True)

@@ -197,6 +197,8 @@ class Supervisor:
         idle_poll_seconds: float = 5.0,
     ) -> None:
         owner = process_identity()
+        self.database = database
+        self._listener: asyncio.Task[None] | None = None
         self.runners = [
             ReconcilerRunner(database, reconciler, owner=owner, idle_poll_seconds=idle_poll_seconds)
             for reconciler in reconcilers
@@ -204,6 +206,11 @@ class Supervisor:
         self._tasks: list[asyncio.Task[None]] = []
 
     def start(self) -> None:
+        if not self.database.is_sqlite and self.runners:
+            from tenantplane.reconcile.listener import listen
+
+            url = self.database.engine.url.render_as_string(hide_password=False)
+            self._listener = asyncio.create_task(listen(url, wakeups.wake), name="reconcile-hints")
         self._tasks = [
             asyncio.create_task(runner.run(), name=f"reconciler:{runner.reconciler.name}")
             for runner in self.runners
@@ -213,6 +220,10 @@ class Supervisor:
         """Graceful: runners finish the rows in hand; cancelled only after the grace."""
         for runner in self.runners:
             runner.stop()
+        if self._listener is not None:
+            self._listener.cancel()
+            await asyncio.gather(self._listener, return_exceptions=True)
+            self._listener = None
         if self._tasks:
             _, late = await asyncio.wait(self._tasks, timeout=grace_seconds + 1)
             for task in late:
