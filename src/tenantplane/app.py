@@ -11,6 +11,8 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from tenantplane import ops
 from tenantplane.apikey.routes import router as apikey_router
+from tenantplane.billing.routes import router as billing_router
+from tenantplane.billing.routes import tenant_router as billing_tenant_router
 from tenantplane.config import Settings
 from tenantplane.db.engine import Database
 from tenantplane.http.body_limit import RequestBodyMiddleware
@@ -22,7 +24,7 @@ from tenantplane.logging import configure_logging
 from tenantplane.tenant.routes import router as tenant_router
 
 API_PREFIX = "/api/v1"
-FEATURE_ROUTERS = (tenant_router, apikey_router)
+FEATURE_ROUTERS = (tenant_router, apikey_router, billing_tenant_router, billing_router)
 
 
 def api_router() -> APIRouter:

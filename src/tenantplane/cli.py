@@ -13,6 +13,7 @@ from rich.table import Table
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.apikey import service as apikey_service
+from tenantplane.billing import cli as billing_cli
 from tenantplane.config import Settings
 from tenantplane.db.engine import Database
 from tenantplane.db.migrate import upgrade
@@ -25,6 +26,9 @@ from tenantplane.tenant.schemas import TenantRead
 app = typer.Typer(help="Operate a tenantplane control plane.", no_args_is_help=True)
 tenant_app = typer.Typer(help="Create, change and list tenants.", no_args_is_help=True)
 app.add_typer(tenant_app, name="tenant")
+app.add_typer(billing_cli.billing_app, name="billing")
+tenant_app.command("cancel")(billing_cli.tenant_cancel)
+tenant_app.command("credit")(billing_cli.tenant_credit)
 
 console = Console()
 errors = Console(stderr=True)

@@ -56,9 +56,21 @@ class Settings(BaseSettings):
 
     alerting_backend: Literal["database", "mimir", "alertmanager", "disabled"] = "database"
     billing_provider: Literal["none", "paddle"] = "none"
+    # Billing (docs/billing.md): the price list (the packaged default when unset), where
+    # metered observability usage comes from, and the Paddle Billing connection.
+    pricing_file: Path | None = None
+    usage_source: Literal["none", "file"] = "none"
+    usage_file: Path | None = None
+    paddle_environment: Literal["production", "sandbox"] = "production"
+    # Overrides the environment's address (a proxy, or a loopback fake in tests).
     paddle_api_url: str | None = None
     paddle_api_key: SecretStr | None = None
     paddle_webhook_secret: SecretStr | None = None
+    paddle_timeout_seconds: float = Field(default=10.0, gt=0)
+    # Paddle-Signature timestamps older (or newer) than this are refused (replays).
+    paddle_webhook_tolerance_seconds: int = Field(default=5, ge=1)
+    # Charges are manually-collected transactions: Paddle invoices them with these terms.
+    paddle_payment_terms_days: int = Field(default=14, ge=0)
     vault_addr: str | None = None
     vault_token: SecretStr | None = None
 

@@ -1,10 +1,32 @@
 """Every feature's models, imported so that Base.metadata knows all tables (Alembic)."""
 
 from tenantplane.apikey.models import ApiKey
+from tenantplane.billing.models import (
+    BillingProfile,
+    BillingSchedule,
+    CreditEntry,
+    Invoice,
+    InvoiceLineItem,
+    ProviderEvent,
+)
 from tenantplane.cluster.models import Cluster, ClusterHistory
 from tenantplane.db.base import Base
 from tenantplane.member.models import Member
 from tenantplane.providers.orchestrator.simulator_models import SimulatedCluster
 from tenantplane.tenant.models import Tenant
 
-__all__ = ["ApiKey", "Base", "Cluster", "ClusterHistory", "Member", "SimulatedCluster", "Tenant"]
+__all__ = [
+    "ApiKey",
+    "Base",
+    "BillingProfile",
+    "BillingSchedule",
+    "Cluster",
+    "ClusterHistory",
+    "CreditEntry",
+    "Invoice",
+    "InvoiceLineItem",
+    "Member",
+    "ProviderEvent",
+    "SimulatedCluster",
+    "Tenant",
+]

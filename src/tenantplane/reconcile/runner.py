@@ -120,6 +120,28 @@ class ReconcilerRunner:
             if self._inflight:
                 await asyncio.gather(*self._inflight, return_exceptions=True)
 
+    async def drain(self) -> int:
+        """Work every row that is ready now, once, and return how many were worked.
+
+        For one-shot commands (``tenantplane billing run``): no sleeping, no polling. A row
+        that becomes ready again at once is left for the running reconcilers.
+        """
+        reconciler = self.reconciler
+        seen: set[Any] = set()
+        while True:
+            leases = await self.fetcher.lease(
+                reconciler.concurrency, timedelta(seconds=reconciler.lease_seconds)
+            )
+            fresh = [lease for lease in leases if lease.row_id not in seen]
+            for lease in leases:
+                if lease.row_id in seen:
+                    async with self.database.transaction() as session:
+                        await lease.guard(session).update()
+            if not fresh:
+                return len(seen)
+            seen.update(lease.row_id for lease in fresh)
+            await asyncio.gather(*(self._work(lease) for lease in fresh))
+
     def _finished(self, wake: asyncio.Event) -> Any:
         def done(task: asyncio.Task[None]) -> None:
             self._inflight.discard(task)
