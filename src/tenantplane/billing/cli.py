@@ -24,6 +24,7 @@ from tenantplane.config import Settings
 from tenantplane.db.base import utcnow
 from tenantplane.db.engine import Database
 from tenantplane.http.errors import ApiError
+from tenantplane.logging import configure_logging
 from tenantplane.reconcile import ReconcilerRunner
 
 billing_app = typer.Typer(
@@ -69,6 +70,8 @@ def _summary(invoice: Invoice) -> dict[str, str]:
 
 def _run(work: Callable[[Database, BillingContext], Awaitable[T]]) -> T:
     settings = Settings()
+    # Logs go to stderr: stdout carries the command's result (one JSON object with --json).
+    configure_logging(settings.log_level, settings.log_json)
 
     async def main() -> T:
         database = Database.connect(settings.database_url)
