@@ -75,6 +75,7 @@ class Billing:
     """A deployment under test: its settings, an HTTP client and the operator CLI."""
 
     settings: Settings
+    app: FastAPI
     client: httpx.AsyncClient
     env: dict[str, str]
 
@@ -150,7 +151,7 @@ async def billing(
         client_context = api_client(app)
         client = await client_context.__aenter__()
         stack.append((client_context, app_context))
-        return Billing(settings, client, cli_env(settings))
+        return Billing(settings, app, client, cli_env(settings))
 
     yield start
     for client_context, app_context in reversed(stack):
