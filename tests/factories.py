@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from tenantplane.apikey import service as apikey_service
+from tenantplane.billing import service as billing_service
 from tenantplane.db.engine import Database
 from tenantplane.member.models import Member, Role
 from tenantplane.tenant import service as tenant_service
@@ -174,8 +175,6 @@ class BillingFactory:
     async def link(
         self, tenant_name: str, customer_id: str, subscription_id: str | None = None
     ) -> None:
-        from tenantplane.billing import service as billing_service
-
         async with self.database.transaction() as session:
             await billing_service.link_profile(
                 session, tenant_name, customer_id, subscription_id, None

@@ -169,7 +169,8 @@ class FakePaddle:
             transaction["updated_at"] = _now()
             if status in ("completed", "paid") and transaction["invoice_number"] is None:
                 transaction["invoice_number"] = self._next_invoice_number()
-            return json.loads(json.dumps(transaction))
+            copy: dict[str, Any] = json.loads(json.dumps(transaction))
+            return copy
 
     def _next_invoice_number(self) -> str:
         self.state.invoice_counter += 1
