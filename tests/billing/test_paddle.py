@@ -3,10 +3,12 @@ loopback fake of Paddle's API (tests/fakes/paddle.py)."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from tests.billing.conftest import Billing, BillingFactoryFn, paddle_overrides
+from tests.billing.conftest import DEADLINE_SECONDS, Billing, BillingFactoryFn, paddle_overrides
 from tests.factories import Factory, TenantFixture
 from tests.fakes.paddle import INVOICE_HOST, PORTAL_HOST, FakePaddle
 from tests.http_client import bearer
@@ -94,23 +96,50 @@ async def test_failed_and_timed_out_charges_stay_draft_until_a_later_run(
     deployment = await billing(**paddle_overrides(paddle))
     tenant = await september_tenant(factory, paddle)
 
-    paddle.fail_next(500, "internal_error")
+    paddle.stall_next(3.0)  # beyond the client's 1 s timeout: Paddle charges all the same
     assert (await deployment.run(SEPTEMBER_END))["chargesAttempted"] == 1
     invoice = await only_invoice(deployment, tenant)
     assert (invoice["status"]["phase"], invoice["providerTransactionID"]) == ("Draft", "")
+    await until(lambda: len(paddle.state.transactions) == 1)
+    [lost] = paddle.state.transactions
 
+    paddle.fail_next(500, "internal_error")
+    await deployment.run(SEPTEMBER_END)
+    assert (await only_invoice(deployment, tenant))["status"]["phase"] == "Draft"
     paddle.fail_next(429, "too_many_requests", kind="request_error")
     await deployment.run(SEPTEMBER_END)
     assert (await only_invoice(deployment, tenant))["status"]["phase"] == "Draft"
 
-    paddle.stall_next(3.0)  # beyond the client's 1 s timeout
-    await deployment.run(SEPTEMBER_END)
-    assert (await only_invoice(deployment, tenant))["status"]["phase"] == "Draft"
-
+    # The next attempt finds the lost charge by the invoice id in its custom data.
     await deployment.run(SEPTEMBER_END)
     invoice = await only_invoice(deployment, tenant)
     assert invoice["status"]["phase"] == "Billed"
-    assert invoice["providerTransactionID"] in paddle.state.transactions
+    assert invoice["providerTransactionID"] == lost
+    assert len(paddle.calls("POST", "/transactions")) == 1
+    [search, *_] = paddle.calls("GET", "/transactions?")
+    assert "collection_mode=manual" in search.path
+
+
+async def test_a_refused_charge_is_retried_by_a_later_run(
+    billing: BillingFactoryFn, factory: Factory, paddle: FakePaddle
+) -> None:
+    deployment = await billing(**paddle_overrides(paddle))
+    tenant = await september_tenant(factory, paddle)
+    paddle.fail_next(400, "bad_request", "Invalid request.", kind="request_error")
+    await deployment.run(SEPTEMBER_END)
+    assert (await only_invoice(deployment, tenant))["status"]["phase"] == "Draft"
+    await deployment.run(SEPTEMBER_END)
+    assert (await only_invoice(deployment, tenant))["status"]["phase"] == "Billed"
+    # One refused create, one search (nothing found), one create.
+    assert len(paddle.calls("POST", "/transactions")) == 2
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + DEADLINE_SECONDS
+    while not condition():
+        assert loop.time() < deadline, "condition never met"
+        await asyncio.sleep(0.05)
 
 
 async def test_an_unlinked_tenant_is_charged_once_linked(

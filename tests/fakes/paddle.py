@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs
 
 DOCS = "https://developer.paddle.com/errors"
 INVOICE_HOST = "https://sandbox-invoice.paddle.test"
@@ -361,6 +362,35 @@ def _create_transaction(state: FakePaddleState, body: dict[str, Any]) -> dict[st
     return transaction
 
 
+def _list_transactions(state: FakePaddleState, query: dict[str, list[str]]) -> dict[str, Any]:
+    """List transactions, filtered by customer_id and collection_mode, newest first when
+    ordered by id[DESC] (Paddle ids sort by creation); one page."""
+    customers = set(",".join(query.get("customer_id", [])).split(",")) - {""}
+    mode = query.get("collection_mode", [None])[0]
+    per_page = int(query.get("per_page", ["50"])[0])
+    items = [
+        transaction
+        for transaction in state.transactions.values()
+        if (not customers or transaction["customer_id"] in customers)
+        and (mode is None or transaction["collection_mode"] == mode)
+    ]
+    if query.get("order_by", ["id[ASC]"])[0].lower() == "id[desc]":
+        items.reverse()
+    page = items[:per_page]
+    return {
+        "data": page,
+        "meta": {
+            "request_id": secrets.token_hex(16),
+            "pagination": {
+                "per_page": per_page,
+                "next": "",
+                "has_more": len(items) > per_page,
+                "estimated_total": len(items),
+            },
+        },
+    }
+
+
 def _invoice_link(state: FakePaddleState, transaction_id: str) -> dict[str, Any]:
     transaction = state.transactions.get(transaction_id)
     if transaction is None:
@@ -447,7 +477,7 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             self._error(PaddleError(400, "bad_request", "Invalid JSON body."))
             return
-        path = self.path.split("?", 1)[0]
+        path, _, query = self.path.partition("?")
         state.requests.append(Recorded(method, self.path, body, dict(self.headers.items())))
         if state.stalls:
             time.sleep(state.stalls.popleft())
@@ -456,7 +486,7 @@ class _Handler(BaseHTTPRequestHandler):
             if state.failures:
                 failure = state.failures.popleft()
                 raise PaddleError(failure.status, failure.code, failure.detail, failure.type)
-            self._reply(200 if method == "GET" else 201, self._route(method, path, body))
+            self._reply(200 if method == "GET" else 201, self._route(method, path, query, body))
         except PaddleError as error:
             self._error(error)
         except (BrokenPipeError, ConnectionResetError):
@@ -469,9 +499,11 @@ class _Handler(BaseHTTPRequestHandler):
         if header != f"Bearer {self.state.api_key}":
             raise PaddleError(403, "authentication_malformed", "API key is not valid.")
 
-    def _route(self, method: str, path: str, body: Any) -> dict[str, Any]:
+    def _route(self, method: str, path: str, query: str, body: Any) -> dict[str, Any]:
         parts = [part for part in path.split("/") if part]
         state = self.state
+        if method == "GET" and parts == ["transactions"]:
+            return _list_transactions(state, parse_qs(query))
         if method == "POST" and parts == ["transactions"]:
             data = _create_transaction(state, body)
         elif method == "GET" and len(parts) == 2 and parts[0] == "transactions":

@@ -43,8 +43,15 @@ class InvoiceReconciler(Reconciler[ChargeSnapshot, ChargeOutcome]):
         return await load_charge(session, int(row_id))
 
     async def act(self, snapshot: ChargeSnapshot) -> ChargeOutcome:
+        provider = self.context.provider
         try:
-            return ChargeOutcome(await self.context.provider.create_charge(snapshot.request))
+            if snapshot.attempts:
+                # An earlier attempt failed; if only its answer was lost (a timeout), the
+                # charge exists: adopt it rather than charge twice.
+                found = await provider.find_charge(snapshot.request)
+                if found is not None:
+                    return ChargeOutcome(found)
+            return ChargeOutcome(await provider.create_charge(snapshot.request))
         except ProviderUnavailable as exc:
             return ChargeOutcome(None, exc.detail)
 

@@ -17,6 +17,7 @@ it (a proxy, or the loopback fake in the tests).
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -41,7 +42,9 @@ from paddle_billing.Notifications import Secret, Verifier
 from paddle_billing.Resources.CustomerPortalSessions.Operations import (
     CreateCustomerPortalSession,
 )
-from paddle_billing.Resources.Transactions.Operations import CreateTransaction
+from paddle_billing.Resources.Shared.Operations.List.OrderBy import OrderBy
+from paddle_billing.Resources.Shared.Operations.List.Pager import Pager
+from paddle_billing.Resources.Transactions.Operations import CreateTransaction, ListTransactions
 from paddle_billing.Resources.Transactions.Operations.Create import (
     CreateBillingDetails,
     TransactionCreateItemWithPrice,
@@ -63,10 +66,19 @@ from tenantplane.providers.payment.port import (
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
 
+# The SDK logs requests and (at debug) response bodies, which hold short-lived receipt and
+# portal URLs that must never be logged: it gets a logger that drops everything; failures
+# are logged by this adapter instead, without URLs from responses.
+_SDK_LOGGER = logging.getLogger("tenantplane.providers.payment.paddle.sdk")
+_SDK_LOGGER.addHandler(logging.NullHandler())
+_SDK_LOGGER.propagate = False
+
 # ISO 4217 minor units of the currencies Paddle supports that are not cents.
 ZERO_DECIMAL_CURRENCIES = frozenset({"JPY", "KRW"})
 # The key of our correlation id in a transaction's custom_data.
 INVOICE_UID_KEY = "tenantplane_invoice_uid"
+# A lost charge is found among the customer's newest transactions (one per month is usual).
+FIND_PAGE_SIZE = 50
 
 
 def minor_units(currency: str) -> int:
@@ -152,6 +164,7 @@ class PaddleProvider:
             self._api_key,
             options=Options(environment=_Endpoint(self.base_url)),
             timeout=self.timeout,
+            logger=_SDK_LOGGER,
         )
 
     async def _call(self, what: str, work: Callable[[Any], T]) -> T:
@@ -221,10 +234,33 @@ class PaddleProvider:
 
     async def create_charge(self, request: ChargeRequest) -> ProviderTransaction:
         operation = self._operation(request)
-        transaction = await self._call(
-            "create transaction", lambda client: client.transactions.create(operation)
-        )
+        try:
+            transaction = await self._call(
+                "create transaction", lambda client: client.transactions.create(operation)
+            )
+        except ProviderNotFound as exc:
+            raise ProviderUnavailable(f"create transaction: customer unknown ({exc})") from exc
         return self._from_entity(transaction)
+
+    async def find_charge(self, request: ChargeRequest) -> ProviderTransaction | None:
+        """Look through the customer's newest manually-collected transactions for one that
+        carries this invoice's id in its custom data (Paddle has no idempotency keys)."""
+        operation = ListTransactions(
+            pager=Pager(order_by=OrderBy.id_descending(), per_page=FIND_PAGE_SIZE),
+            customer_ids=[request.customer_id],
+            collection_mode=CollectionMode.Manual,
+        )
+
+        def search(client: Any) -> Any:
+            collection = client.transactions.list(operation)
+            for transaction in list(collection.items)[:FIND_PAGE_SIZE]:
+                custom = transaction.custom_data.data if transaction.custom_data else {}
+                if _get(custom, INVOICE_UID_KEY) == request.invoice_uid:
+                    return transaction
+            return None
+
+        found = await self._call("find transaction", search)
+        return None if found is None else self._from_entity(found)
 
     async def receipt_url(self, transaction_id: str) -> str:
         data = await self._call(

@@ -93,6 +93,9 @@ class PaymentProvider(Protocol):
 
     async def create_charge(self, request: ChargeRequest) -> ProviderTransaction: ...
 
+    async def find_charge(self, request: ChargeRequest) -> ProviderTransaction | None:
+        """The charge made for this invoice by an earlier attempt whose answer was lost."""
+
     async def receipt_url(self, transaction_id: str) -> str:
         """A fresh link to the hosted invoice PDF (ProviderNotFound when there is none)."""
 
@@ -119,6 +122,9 @@ class NoPaymentProvider:
         return False
 
     async def create_charge(self, request: ChargeRequest) -> ProviderTransaction:
+        raise BillingNotConfigured()
+
+    async def find_charge(self, request: ChargeRequest) -> ProviderTransaction | None:
         raise BillingNotConfigured()
 
     async def receipt_url(self, transaction_id: str) -> str:
