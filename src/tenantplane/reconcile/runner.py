@@ -89,12 +89,21 @@ class ReconcilerRunner:
         self.fetcher = Fetcher(database, reconciler.table, self.owner)
         self._inflight: set[asyncio.Task[None]] = set()
         self._log = log.bind(reconciler=reconciler.name)
+        self._stopping = False
+        self._wake: asyncio.Event | None = None
+
+    def request_stop(self) -> None:
+        """Finish the work in hand and return from ``run`` (no new leases are taken)."""
+        self._stopping = True
+        if self._wake is not None:
+            self._wake.set()
 
     async def run(self) -> None:
         reconciler = self.reconciler
         wake = wakeups.subscribe(reconciler.name)
+        self._wake = wake
         try:
-            while True:
+            while not self._stopping:
                 wake.clear()
                 free = reconciler.concurrency - len(self._inflight)
                 leases: list[Lease] = []
@@ -113,8 +122,13 @@ class ReconcilerRunner:
                     await self._wait_for_slot(wake)
                     continue
                 await self._sleep(wake)
+            # A graceful stop lets the rows in hand finish: a task cancelled in the middle of
+            # a transaction could leave its connection (and, on SQLite, the write lock) behind.
+            if self._inflight:
+                await asyncio.gather(*self._inflight, return_exceptions=True)
         finally:
             wakeups.unsubscribe(reconciler.name, wake)
+            self._wake = None
             for task in self._inflight:
                 task.cancel()
             if self._inflight:
@@ -214,10 +228,16 @@ class Supervisor:
             for runner in self.runners
         ]
 
-    async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+    async def stop(self, grace_seconds: float = 15.0) -> None:
+        """Ask every runner to finish its work in hand; cancel what is still running after
+        ``grace_seconds`` (leases of cancelled work expire and are taken over)."""
+        for runner in self.runners:
+            runner.request_stop()
+        if self._tasks:
+            _, pending = await asyncio.wait(self._tasks, timeout=grace_seconds)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
 
     async def run_forever(self) -> None:
