@@ -11,7 +11,6 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.billing import service
 from tenantplane.billing.context import BillingContext
@@ -161,24 +160,14 @@ def tenant_cancel(name: str, now: NowOption = None, as_json: JsonOption = False)
         outcome = Outcome()
         async with database.transaction() as session:
             tenant = await service.tenant_named(session, name)
-            regular = await close_ended_periods_for(session, context, tenant.id, instant)
-            final = await cancel_tenant(session, context, tenant, instant)
-            outcome.issued = [_summary(invoice) for invoice in [*regular, final]]
-            final_name = final.name
+            issued = await cancel_tenant(session, context, tenant, instant)
+            outcome.issued = [_summary(invoice) for invoice in issued]
+            final_name = issued[-1].name
         outcome.charges_attempted = await _submit_charges(database, context)
         return outcome, final_name
 
     outcome, final_name = _run(work)
     _print(outcome, as_json, {"final": final_name})
-
-
-async def close_ended_periods_for(
-    session: AsyncSession, context: BillingContext, tenant_id: int, now: datetime
-) -> list[Invoice]:
-    from tenantplane.billing.cycle import close_tenant_periods
-
-    tenant = await BillingRepository.from_session(session).tenant(tenant_id)
-    return [] if tenant is None else await close_tenant_periods(session, context, tenant, now)
 
 
 def tenant_credit(
@@ -198,6 +187,3 @@ def tenant_credit(
         typer.echo(json.dumps({"tenant": name, "creditBalance": balance}))
         return
     console.print(f"tenant {name}: credit balance {balance}")
-
-
-__all__ = ["billing_app", "close_ended_periods", "tenant_cancel", "tenant_credit"]

@@ -29,6 +29,7 @@ from tenantplane.billing.models import (
 from tenantplane.billing.repository import BillingRepository
 from tenantplane.billing.usage import UsageReport
 from tenantplane.db.base import rfc3339, utcnow
+from tenantplane.http.errors import Conflict
 from tenantplane.reconcile import wake_after_commit
 from tenantplane.tenant.models import Tenant
 
@@ -170,18 +171,18 @@ async def close_ended_periods(
 
 async def cancel_tenant(
     session: AsyncSession, context: BillingContext, tenant: Tenant, now: datetime
-) -> Invoice:
-    """Close ended periods, then issue the final invoice for usage since the last one."""
+) -> list[Invoice]:
+    """Close ended periods, then issue the final invoice for usage since the last one.
+    Returns every invoice issued, the final one last."""
     repository = BillingRepository.from_session(session)
     if await repository.has_final_invoice(tenant.id):
-        from tenantplane.http.errors import Conflict
-
         raise Conflict(f"tenant {tenant.name} is already cancelled", code="TENANT_CANCELLED")
-    await close_tenant_periods(session, context, tenant, now)
+    issued = await close_tenant_periods(session, context, tenant, now)
     start = await repository.last_period_end(tenant.id) or tenant.created_at
-    return await issue_invoice(
+    final = await issue_invoice(
         session, context, tenant, start, max(start, now), InvoiceKind.final, now
     )
+    return [*issued, final]
 
 
 def describe(invoice: Invoice) -> str:
