@@ -19,6 +19,7 @@ from tests.backends import postgres_database, sqlite_database
 from tests.db.leaks import raw_keys_in_postgres, raw_keys_in_sqlite
 from tests.factories import Factory
 from tests.http_client import api_client, running_app
+from tests.oidc_provider import MockProvider, mock_provider
 
 BACKENDS = ["sqlite", "postgresql"]
 TEST_SECRET = "test-secret-key-for-api-key-hashes"
@@ -101,3 +102,10 @@ def factory(database: Database) -> Factory:
 @pytest.fixture
 def unique() -> str:
     return uuid.uuid4().hex[:8]
+
+
+@pytest.fixture(scope="session")
+def oidc_provider() -> Iterator[MockProvider]:
+    """oidc-provider-mock on loopback for the whole run (a real OpenID provider)."""
+    with mock_provider() as provider:
+        yield provider

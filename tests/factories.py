@@ -6,6 +6,8 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
+from sqlalchemy import select
+
 from tenantplane.apikey import service as apikey_service
 from tenantplane.billing import service as billing_service
 from tenantplane.db.engine import Database
@@ -114,6 +116,26 @@ class Factory:
                 .where(ApiKey.key_hash == hash_key(self.secret, raw_key))
                 .values(expires_at=datetime.now(UTC) - timedelta(seconds=1))
             )
+
+    async def expired_api_key(self, tenant_id: int, role: Role = Role.admin) -> str:
+        raw_key = await self.api_key(tenant_id, role, display_name="expired")
+        await self.expire_api_key(raw_key)
+        return raw_key
+
+    async def revoked_api_key(self, tenant_id: int, role: Role = Role.admin) -> str:
+        """A key that existed and was revoked (deleted) through the service."""
+        from tenantplane.apikey.models import ApiKey
+        from tenantplane.apikey.tokens import hash_key
+
+        raw_key = await self.api_key(tenant_id, role, display_name="revoked")
+        async with self.database.transaction() as session:
+            key = (
+                await session.execute(
+                    select(ApiKey).where(ApiKey.key_hash == hash_key(self.secret, raw_key))
+                )
+            ).scalar_one()
+            await apikey_service.revoke(session, tenant_id, key.id)
+        return raw_key
 
 
 class ClusterTimeline:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import APIRouter, FastAPI
+from fastapi.openapi.utils import get_openapi
 from prometheus_client import CollectorRegistry
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
@@ -16,22 +18,44 @@ from tenantplane.billing.routes import tenant_router as billing_tenant_router
 from tenantplane.config import Settings
 from tenantplane.db.engine import Database
 from tenantplane.http.body_limit import RequestBodyMiddleware
-from tenantplane.http.errors import install_error_handlers
+from tenantplane.http.errors import error_responses, install_error_handlers
 from tenantplane.http.observability import HttpMetrics, ObservabilityMiddleware
 from tenantplane.http.ratelimit import RateLimiter, RateLimitMiddleware
 from tenantplane.http.request_id import RequestIdMiddleware
 from tenantplane.logging import configure_logging
+from tenantplane.member.routes import router as member_router
+from tenantplane.providers.identity import build_token_verifier
 from tenantplane.tenant.routes import router as tenant_router
 
 API_PREFIX = "/api/v1"
-FEATURE_ROUTERS = (tenant_router, apikey_router, billing_tenant_router, billing_router)
+FEATURE_ROUTERS = (
+    tenant_router,
+    member_router,
+    apikey_router,
+    billing_tenant_router,
+    billing_router,
+)
 
 
 def api_router() -> APIRouter:
-    router = APIRouter(prefix=API_PREFIX)
+    router = APIRouter(prefix=API_PREFIX, responses=error_responses(400, 401, 403, 429, 500, 503))
     for feature in FEATURE_ROUTERS:
         router.include_router(feature)
     return router
+
+
+def openapi_document(app: FastAPI) -> dict[str, Any]:
+    """FastAPI's document, minus the 422 it adds: validation failures here are 400."""
+    if app.openapi_schema is None:
+        document = get_openapi(title=app.title, version=app.version, routes=app.routes)
+        for path_item in document.get("paths", {}).values():
+            for operation in path_item.values():
+                operation.get("responses", {}).pop("422", None)
+        schemas = document.get("components", {}).get("schemas", {})
+        for name in ("HTTPValidationError", "ValidationError"):
+            schemas.pop(name, None)
+        app.openapi_schema = document
+    return app.openapi_schema
 
 
 def create_app(
@@ -66,11 +90,12 @@ def create_app(
     )
     app.state.settings = settings
     app.state.api_key_secret = settings.api_key_secret()
-    app.state.token_verifier = None
+    app.state.token_verifier = build_token_verifier(settings)
     app.state.metrics_registry = CollectorRegistry()
     app.state.rate_limiter = RateLimiter(settings, rate_limit_prefix)
 
     install_error_handlers(app)
+    app.openapi = lambda: openapi_document(app)  # type: ignore[method-assign]
     app.include_router(ops.router)
     app.include_router(api_router())
 

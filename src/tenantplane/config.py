@@ -38,6 +38,13 @@ class Settings(BaseSettings):
 
     oidc_issuer: str | None = None
     oidc_audience: str | None = None
+    # Clock skew tolerated on exp, nbf and iat.
+    oidc_leeway_seconds: int = 30
+    # The JWKS is re-read this often, and at most once per refresh interval when a token
+    # names a key id the cache does not know (a rotation at the provider).
+    oidc_jwks_cache_seconds: int = 3600
+    oidc_jwks_min_refresh_seconds: int = 60
+    oidc_http_timeout_seconds: float = 5.0
 
     orchestrator: Literal["simulator"] = "simulator"
     simulator_step_seconds: float = 3.0

@@ -12,7 +12,11 @@ from tests.http_client import bearer
 
 
 async def test_issued_and_used_keys_are_stored_only_as_hashes(
-    client: httpx.AsyncClient, factory: Factory, database: Database, database_url: str
+    client: httpx.AsyncClient,
+    factory: Factory,
+    database: Database,
+    database_url: str,
+    tmp_path: Path,
 ) -> None:
     tenant = await factory.tenant()
     created = await client.post(
@@ -32,6 +36,6 @@ async def test_issued_and_used_keys_are_stored_only_as_hashes(
         leaked = raw_keys_in_postgres(database_url)
     assert leaked == []
     # The scanner does find a key where one is stored (so the empty result means something).
-    probe = Path(make_url(database_url).database or "x").with_name("probe.bin")
+    probe = tmp_path / "probe.bin"
     probe.write_bytes(b"xx" + raw.encode() + b"yy")
     assert raw_keys_in_sqlite(probe) == [raw.encode()]

@@ -137,3 +137,16 @@ async def test_request_id_is_echoed_when_sane_and_generated_otherwise(
     replaced = await client.get("/no/such", headers={"X-Request-Id": "bad id\twith spaces"})
     assert replaced.headers["X-Request-Id"] != "bad id\twith spaces"
     assert len(replaced.headers["X-Request-Id"]) == 32
+
+
+async def test_openapi_describes_error_responses_with_the_envelope(
+    client: httpx.AsyncClient,
+) -> None:
+    base = str(client.base_url).removesuffix("/api/v1/").removesuffix("/api/v1")
+    document = (await client.get(f"{base}/openapi.json")).json()
+    operation = document["paths"]["/api/v1/tenants/{tenant}/apikeys"]["post"]
+    for status in ("400", "401", "403", "429"):
+        schema = operation["responses"][status]["content"]["application/json"]["schema"]
+        assert schema["$ref"].endswith("/ErrorEnvelope")
+    # 422 is never answered: validation failures are 400.
+    assert "422" not in operation["responses"]

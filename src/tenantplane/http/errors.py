@@ -9,11 +9,45 @@ import structlog
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from tenantplane.http.request_id import REQUEST_ID_HEADER, request_id_of
 
 log = structlog.get_logger(__name__)
+
+
+class ErrorEnvelope(BaseModel):
+    """The spec's error envelope (OpenAPI description of every error response)."""
+
+    error: str
+    code: str | None = None
+    message: str | None = None
+    field: str | None = None
+    severity: str | None = None
+
+
+_DESCRIPTIONS = {
+    400: "Invalid request (validation failure, unknown field, invalid name or id)",
+    401: "Missing or invalid authentication",
+    403: "Insufficient permission for the tenant or role",
+    404: "Resource not found",
+    409: "Conflict with the current state",
+    412: "If-Match does not match the current ETag",
+    413: "Request body too large",
+    429: "Rate limited; Retry-After carries seconds",
+    500: "Internal server error",
+    502: "Upstream provider unavailable",
+    503: "Service unavailable; retry with backoff",
+}
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses` entries for the given error statuses, all in the envelope."""
+    return {
+        status: {"model": ErrorEnvelope, "description": _DESCRIPTIONS[status]}
+        for status in statuses
+    }
 
 
 class ApiError(Exception):

@@ -39,14 +39,14 @@ class RouteTemplates:
         self._templates: dict[tuple[Callable[..., Any], str], str] | None = None
 
     def of(self, scope: Scope) -> str:
-        endpoint = scope.get("endpoint")
-        if endpoint is None:
+        endpoint, route = scope.get("endpoint"), scope.get("route")
+        if endpoint is None or route is None:
             # Unmatched paths share one label: raw paths would let any client grow the series.
-            return "<unmatched>"
+            return str(getattr(route, "path", "<unmatched>"))
         if self._templates is None:
             self._templates = templates_by_endpoint(scope["app"].routes)
         template = self._templates.get((endpoint, scope["method"]))
-        return template or str(getattr(scope.get("route"), "path", "<unmatched>"))
+        return template or str(getattr(route, "path", "<unmatched>"))
 
 
 class ObservabilityMiddleware:

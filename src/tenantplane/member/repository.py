@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.member.models import Member, Role
@@ -10,6 +10,9 @@ from tenantplane.tenant.models import Tenant
 
 
 class MemberRepository:
+    """All SQL about members. Every query is scoped by tenant id (or, for authentication,
+    by tenant name), and emails are compared in their normalised, lower-case form."""
+
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
 
@@ -39,6 +42,33 @@ class MemberRepository:
     async def count_admins(self, tenant_id: int) -> int:
         statement = select(func.count()).where(
             Member.tenant_id == tenant_id, Member.role == Role.admin
+        )
+        return int((await self.session.execute(statement)).scalar_one())
+
+    async def list_version(self, tenant_id: int) -> int:
+        statement = select(Tenant.members_version).where(Tenant.id == tenant_id)
+        return int((await self.session.execute(statement)).scalar_one())
+
+    async def lock_list(self, tenant_id: int) -> int:
+        """Lock the tenant's member list until the transaction ends; return its version.
+
+        Every member write takes this lock first, so checks that span rows (the email is
+        free, another admin remains) cannot interleave with a concurrent write. PostgreSQL
+        locks the tenant row; SQLite's write transactions are serialised already (BEGIN
+        IMMEDIATE), and SQLAlchemy leaves FOR UPDATE out there.
+        """
+        statement = select(Tenant.members_version).where(Tenant.id == tenant_id).with_for_update()
+        return int((await self.session.execute(statement)).scalar_one())
+
+    async def bump_list_version(self, tenant_id: int) -> int:
+        """Advance the member list's version (Core UPDATE: the tenant's own version and
+        ETag do not change when its members do)."""
+        statement = (
+            update(Tenant)
+            .where(Tenant.id == tenant_id)
+            .values(members_version=Tenant.members_version + 1)
+            .returning(Tenant.members_version)
+            .execution_options(synchronize_session=False)
         )
         return int((await self.session.execute(statement)).scalar_one())
 

@@ -8,6 +8,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.http.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from tenantplane.http.names import is_dns_label
+from tenantplane.member.emails import InvalidEmail, normalise_email
 from tenantplane.member.models import Member, Role
 from tenantplane.tenant.models import Plan, Tenant
 from tenantplane.tenant.repository import TenantRepository
@@ -48,7 +49,11 @@ async def create(session: AsyncSession, name: str, plan: Plan, admin_email: str 
     except IntegrityError as exc:
         raise Conflict(f"tenant {name} already exists") from exc
     if admin_email:
-        session.add(Member(tenant_id=tenant.id, email=admin_email.lower(), role=Role.admin))
+        try:
+            email = normalise_email(admin_email)
+        except InvalidEmail as exc:
+            raise ValidationFailed(str(exc), field="adminEmail") from None
+        session.add(Member(tenant_id=tenant.id, email=email, role=Role.admin))
         await session.flush()
     return tenant
 

@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+from fastapi import APIRouter, Response, status
+
+from tenantplane.db.session import SessionDep
+from tenantplane.http.auth import TenantAdmin, TenantMember
+from tenantplane.http.errors import error_responses
+from tenantplane.http.etag import IfMatch, set_etag
+from tenantplane.http.schemas import ItemList
+from tenantplane.member import service
+from tenantplane.member.schemas import MemberCreate, MemberRead, MemberUpdate
+
+router = APIRouter(prefix="/tenants/{tenant}/members", tags=["members"])
+
+
+@router.post("", status_code=status.HTTP_201_CREATED, responses=error_responses(409, 412))
+async def add_member(
+    principal: TenantAdmin,
+    body: MemberCreate,
+    session: SessionDep,
+    response: Response,
+    if_match: IfMatch = None,
+) -> MemberRead:
+    """Add a member. If-Match and the ETag answered are the member list's version."""
+    added = await service.add(session, principal.tenant_id, body.email, body.role, if_match)
+    set_etag(response, added.list_version)
+    return MemberRead.of(added.member)
+
+
+@router.get("")
+async def list_members(
+    principal: TenantMember, session: SessionDep, response: Response
+) -> ItemList[MemberRead]:
+    listed = await service.list_members(session, principal.tenant_id)
+    set_etag(response, listed.version)
+    return ItemList[MemberRead](items=[MemberRead.of(member) for member in listed.members])
+
+
+@router.get("/{email}", responses=error_responses(404))
+async def get_member(
+    principal: TenantMember, email: str, session: SessionDep, response: Response
+) -> MemberRead:
+    member = await service.get(session, principal.tenant_id, service.path_email(email))
+    set_etag(response, member.resource_version)
+    return MemberRead.of(member)
+
+
+@router.patch("/{email}", responses=error_responses(404, 409, 412))
+async def change_member_role(
+    principal: TenantAdmin,
+    email: str,
+    body: MemberUpdate,
+    session: SessionDep,
+    response: Response,
+    if_match: IfMatch = None,
+) -> MemberRead:
+    member = await service.change_role(
+        session, principal.tenant_id, service.path_email(email), body.role, if_match
+    )
+    set_etag(response, member.resource_version)
+    return MemberRead.of(member)
+
+
+@router.delete(
+    "/{email}", status_code=status.HTTP_204_NO_CONTENT, responses=error_responses(404, 409, 412)
+)
+async def remove_member(
+    principal: TenantAdmin,
+    email: str,
+    session: SessionDep,
+    response: Response,
+    if_match: IfMatch = None,
+) -> None:
+    """Remove a member; the ETag answered is the member list's new version."""
+    version = await service.remove(
+        session, principal.tenant_id, service.path_email(email), if_match
+    )
+    set_etag(response, version)

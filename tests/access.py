@@ -1,0 +1,96 @@
+"""The access level every operation of the app declares, read from its routes.
+
+A route declares its level through the ``Public``/``AnyCaller``/``TenantMember``/
+``TenantAdmin`` aliases of tenantplane.http.auth, whose dependencies carry the level
+(``access_level_of``). The level may also come through a feature's own dependency that
+depends on one of them, so the whole dependency tree is searched; the strictest level found
+is the route's. A route that declares none is an error, not a default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from fastapi import FastAPI
+from fastapi.dependencies.models import Dependant
+from fastapi.routing import APIRoute, RouteContext, iter_route_contexts
+from pydantic import SecretStr
+
+from tenantplane.app import create_app
+from tenantplane.config import Settings
+from tenantplane.http.auth import Access, access_level_of
+
+STRICTNESS = [Access.public, Access.authenticated, Access.member, Access.admin]
+# Served by FastAPI itself (OpenAPI document and its viewers): public by construction.
+FRAMEWORK_PATHS = frozenset({"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+IGNORED_METHODS = frozenset({"HEAD", "OPTIONS"})
+
+
+class UndeclaredAccess(AssertionError):
+    pass
+
+
+@dataclass(frozen=True, order=True)
+class Operation:
+    method: str
+    path: str  # the route's full path template, e.g. /api/v1/tenants/{tenant}/members
+    level: Access | None  # None: the route declares no level (always an error)
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.path}"
+
+    @property
+    def tenant_scoped(self) -> bool:
+        return "{tenant}" in self.path
+
+    def declared(self) -> Access:
+        if self.level is None:
+            raise UndeclaredAccess(
+                f"{self} declares no access level: add Public, AnyCaller, TenantMember or "
+                "TenantAdmin (tenantplane.http.auth) to its signature"
+            )
+        return self.level
+
+
+def _levels(dependant: Dependant) -> Iterator[Access]:
+    level = access_level_of(dependant.call)
+    if level is not None:
+        yield level
+    for dependency in dependant.dependencies:
+        yield from _levels(dependency)
+
+
+def declared_level(route: RouteContext) -> Access | None:
+    """The strictest level in the route's dependency tree (router-level dependencies
+    included: the context is the route as mounted in the app)."""
+    dependant: Dependant = route.dependant
+    levels = set(_levels(dependant))
+    return max(levels, key=STRICTNESS.index) if levels else None
+
+
+def operations(app: FastAPI) -> list[Operation]:
+    """Every operation the app serves, with its declared level (None where it declares
+    none: callers fail on it through ``Operation.declared``)."""
+    found: list[Operation] = []
+    for route in iter_route_contexts(app.routes):
+        path = route.path or repr(route.original_route)
+        level: Access | None = None
+        if isinstance(route.original_route, APIRoute):
+            level = declared_level(route)
+        elif path in FRAMEWORK_PATHS:
+            level = Access.public
+        methods = (route.methods or {"GET"}) - IGNORED_METHODS
+        found.extend(Operation(method, path, level) for method in methods)
+    return sorted(found, key=str)
+
+
+def introspection_app() -> FastAPI:
+    """The app with every route, built only to be read (nothing connects or fetches)."""
+    settings = Settings(
+        _env_file=None,
+        database_url="sqlite+aiosqlite://",
+        secret_key=SecretStr("introspection-only"),
+        oidc_issuer=None,
+    )
+    return create_app(settings)
