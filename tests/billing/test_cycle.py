@@ -254,3 +254,19 @@ async def test_incomplete_usage_data_marks_the_invoice_degraded(
     assert condition["status"] == "True"
     assert condition["reason"] == "UsageDataIncomplete"
     assert "2026-10-20T00:00:00Z" in condition["message"]
+
+
+async def test_an_unreadable_usage_source_degrades_instead_of_failing(
+    billing: BillingFactoryFn, factory: Factory, tmp_path: Path
+) -> None:
+    deployment = await billing(usage_source="file", usage_file=tmp_path / "missing.json")
+    tenant = await factory.tenant()
+    await factory.billing.backdate_tenant(tenant.id, at("2026-10-01T00:00:00"))
+    report = await deployment.run("2026-11-01T00:00:00Z")
+    assert [item["name"] for item in report["issued"]] == [f"{tenant.name}-20261001"]
+    [invoice] = (
+        await deployment.client.get(f"{tenant.path}/invoices", headers=bearer(tenant.admin_key))
+    ).json()["items"]
+    [condition] = invoice["status"]["conditions"]
+    assert (condition["status"], condition["reason"]) == ("True", "UsageSourceUnavailable")
+    assert invoice["status"]["subtotal"] == "30.00"

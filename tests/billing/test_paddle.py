@@ -8,6 +8,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from tests.billing.conftest import DEADLINE_SECONDS, Billing, BillingFactoryFn, paddle_overrides
 from tests.factories import Factory, TenantFixture
 from tests.fakes.paddle import INVOICE_HOST, PORTAL_HOST, FakePaddle
@@ -160,7 +162,11 @@ async def test_an_unlinked_tenant_is_charged_once_linked(
 
 
 async def test_receipt_requires_a_paid_or_past_due_charge(
-    billing: BillingFactoryFn, factory: Factory, paddle: FakePaddle
+    billing: BillingFactoryFn,
+    factory: Factory,
+    paddle: FakePaddle,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     deployment = await billing(**paddle_overrides(paddle), run_reconcilers=True)
     tenant = await september_tenant(factory, paddle)
@@ -189,6 +195,9 @@ async def test_receipt_requires_a_paid_or_past_due_charge(
     assert first.headers["Cache-Control"] == "no-store"
     assert first.json()["url"].startswith(f"{INVOICE_HOST}/invoices/")
     assert first.json()["url"] != second.json()["url"]  # fresh each time, never stored
+    logged = capsys.readouterr()
+    for url in (first.json()["url"], second.json()["url"]):
+        assert url not in logged.out + logged.err + caplog.text
 
     paddle.fail_next(500, "internal_error")
     failed = await deployment.client.get(f"{path}/receipt", headers=bearer(tenant.admin_key))
