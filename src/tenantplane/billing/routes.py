@@ -7,6 +7,7 @@ from tenantplane.billing.context import BillingContext
 from tenantplane.billing.schemas import InvoiceRead, PlanRead, PortalSessionRead, ReceiptLink
 from tenantplane.db.session import SessionDep
 from tenantplane.http.auth import AnyCaller, Public, TenantAdmin, TenantMember
+from tenantplane.http.errors import error_responses
 from tenantplane.http.etag import set_etag
 from tenantplane.http.schemas import ItemList
 
@@ -31,7 +32,9 @@ async def list_invoices(principal: TenantMember, session: SessionDep) -> ItemLis
     return ItemList[InvoiceRead](items=[InvoiceRead.of(invoice) for invoice in invoices])
 
 
-@tenant_router.get("/invoices/{name}", response_model_exclude_none=True)
+@tenant_router.get(
+    "/invoices/{name}", response_model_exclude_none=True, responses=error_responses(404)
+)
 async def get_invoice(
     principal: TenantMember, name: str, session: SessionDep, response: Response
 ) -> InvoiceRead:
@@ -40,7 +43,7 @@ async def get_invoice(
     return InvoiceRead.of(invoice)
 
 
-@tenant_router.get("/invoices/{name}/receipt")
+@tenant_router.get("/invoices/{name}/receipt", responses=error_responses(404, 409, 502))
 async def get_receipt(
     principal: TenantMember, name: str, session: SessionDep, request: Request, response: Response
 ) -> ReceiptLink:
@@ -50,7 +53,11 @@ async def get_receipt(
     return ReceiptLink(url=url)
 
 
-@tenant_router.post("/billing/portal-session", response_model_exclude_none=True)
+@tenant_router.post(
+    "/billing/portal-session",
+    response_model_exclude_none=True,
+    responses=error_responses(409, 502),
+)
 async def create_portal_session(
     principal: TenantAdmin, session: SessionDep, request: Request, response: Response
 ) -> PortalSessionRead:
