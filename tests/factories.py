@@ -195,9 +195,13 @@ class BillingFactory:
                 row.reconcile_at = due
 
     async def link(
-        self, tenant_name: str, customer_id: str, subscription_id: str | None = None
+        self,
+        tenant_name: str,
+        customer_id: str,
+        subscription_id: str | None = None,
+        address_id: str | None = None,
     ) -> None:
         async with self.database.transaction() as session:
             await billing_service.link_profile(
-                session, tenant_name, customer_id, subscription_id, None
+                session, tenant_name, customer_id, subscription_id, address_id
             )

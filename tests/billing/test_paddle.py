@@ -24,7 +24,8 @@ async def september_tenant(factory: Factory, paddle: FakePaddle | None = None) -
     await factory.billing.backdate_tenant(tenant.id, datetime(2026, 9, 1, tzinfo=UTC))
     if paddle is not None:
         customer, _ = paddle.add_customer()
-        await factory.billing.link(tenant.name, customer)
+        address = paddle.state.addresses[customer][0]["id"]
+        await factory.billing.link(tenant.name, customer, address_id=address)
     return tenant
 
 
@@ -142,6 +143,31 @@ async def until(condition: Callable[[], bool]) -> None:
     while not condition():
         assert loop.time() < deadline, "condition never met"
         await asyncio.sleep(0.05)
+
+
+async def test_a_charge_uses_the_customers_address(
+    billing: BillingFactoryFn, factory: Factory, paddle: FakePaddle
+) -> None:
+    deployment = await billing(**paddle_overrides(paddle))
+    tenant = await september_tenant(factory)
+    customer, _ = paddle.add_customer(addresses=0)
+    await deployment.cli("billing", "link", tenant.name, "--customer", customer)
+    # Paddle bills a transaction only with an address: none yet, so nothing is charged.
+    await deployment.run(SEPTEMBER_END)
+    assert (await only_invoice(deployment, tenant))["status"]["phase"] == "Draft"
+    assert paddle.calls("POST", "/transactions") == []
+
+    address = paddle.add_address(customer)
+    await deployment.run(SEPTEMBER_END)
+    assert (await only_invoice(deployment, tenant))["status"]["phase"] == "Billed"
+    [call] = paddle.calls("POST", "/transactions")
+    assert call.body["address_id"] == address
+
+    # An address linked by the operator is used as it is.
+    other = paddle.add_address(customer, country="FR")
+    await deployment.cli("billing", "link", tenant.name, "--customer", customer, "--address", other)
+    await deployment.cli("tenant", "cancel", tenant.name, "--now", "2026-10-02T00:00:00Z")
+    assert paddle.calls("POST", "/transactions")[-1].body["address_id"] == other
 
 
 async def test_an_unlinked_tenant_is_charged_once_linked(

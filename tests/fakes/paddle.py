@@ -73,6 +73,7 @@ class FakePaddleState:
     api_key: str
     tax_rate: Decimal
     customers: dict[str, list[str]] = field(default_factory=dict)
+    addresses: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     transactions: dict[str, dict[str, Any]] = field(default_factory=dict)
     requests: list[Recorded] = field(default_factory=list)
     failures: deque[Failure] = field(default_factory=deque)
@@ -132,12 +133,37 @@ class FakePaddle:
 
     # Test controls ----------------------------------------------------------------------
 
-    def add_customer(self, subscriptions: int = 0) -> tuple[str, list[str]]:
+    def add_customer(self, subscriptions: int = 0, addresses: int = 1) -> tuple[str, list[str]]:
         customer = paddle_id("ctm")
         subs = [paddle_id("sub") for _ in range(subscriptions)]
         with self.state.lock:
             self.state.customers[customer] = subs
+            self.state.addresses[customer] = []
+        for _ in range(addresses):
+            self.add_address(customer)
         return customer, subs
+
+    def add_address(self, customer: str, country: str = "DE") -> str:
+        now = _now()
+        address = {
+            "id": paddle_id("add"),
+            "customer_id": customer,
+            "description": None,
+            "first_line": None,
+            "second_line": None,
+            "city": None,
+            "postal_code": None,
+            "region": None,
+            "country_code": country,
+            "custom_data": None,
+            "status": "active",
+            "created_at": now,
+            "updated_at": now,
+            "import_meta": None,
+        }
+        with self.state.lock:
+            self.state.addresses[customer].append(address)
+        return str(address["id"])
 
     def fail_next(
         self,
@@ -247,6 +273,7 @@ def _create_transaction(state: FakePaddleState, body: dict[str, Any]) -> dict[st
     if customer not in state.customers:
         raise PaddleError(404, "not_found", f"Customer {customer} not found.")
     currency = body.get("currency_code") or "USD"
+    _check_collection(state, body, customer, currency)
     now = _now()
     lines, subtotal = [], Decimal(0)
     for item in items:
@@ -391,6 +418,39 @@ def _list_transactions(state: FakePaddleState, query: dict[str, list[str]]) -> d
     }
 
 
+def _check_collection(
+    state: FakePaddleState, body: dict[str, Any], customer: str, currency: str
+) -> None:
+    """Paddle's rules for manually-collected and billed transactions."""
+    if body.get("collection_mode") == "manual":
+        if not body.get("billing_details"):
+            raise PaddleError(
+                400,
+                "transaction_billing_details_object_required",
+                "billing_details must be non null if collection_mode=manual",
+            )
+        if currency not in ("USD", "EUR", "GBP"):
+            raise PaddleError(400, "bad_request", "currency_code must be USD, EUR or GBP")
+    if body.get("status") == "billed":
+        known = {address["id"] for address in state.addresses.get(customer, [])}
+        # Billed needs ready first: items, a customer and an address.
+        if body.get("address_id") not in known:
+            raise PaddleError(
+                400, "transaction_status_must_be_ready", "Transaction status needs to be ready"
+            )
+
+
+def _addresses(state: FakePaddleState, customer: str, query: dict[str, list[str]]) -> Any:
+    if customer not in state.customers:
+        raise PaddleError(404, "not_found", f"Customer {customer} not found.")
+    statuses = set(",".join(query.get("status", [])).split(",")) - {""}
+    return [
+        address
+        for address in state.addresses[customer]
+        if not statuses or address["status"] in statuses
+    ]
+
+
 def _invoice_link(state: FakePaddleState, transaction_id: str) -> dict[str, Any]:
     transaction = state.transactions.get(transaction_id)
     if transaction is None:
@@ -512,6 +572,8 @@ class _Handler(BaseHTTPRequestHandler):
             data = state.transactions[parts[1]]
         elif method == "GET" and len(parts) == 3 and parts[::2] == ["transactions", "invoice"]:
             data = _invoice_link(state, parts[1])
+        elif method == "GET" and len(parts) == 3 and parts[::2] == ["customers", "addresses"]:
+            data = _addresses(state, parts[1], parse_qs(query))
         elif (
             method == "POST" and len(parts) == 3 and parts[::2] == ["customers", "portal-sessions"]
         ):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any, TypeVar
 
@@ -33,12 +33,14 @@ from paddle_billing.Entities.Shared import (
     Duration,
     Interval,
     Money,
+    Status,
     TaxCategory,
     TimePeriod,
     TransactionStatus,
 )
 from paddle_billing.Exceptions.ApiError import ApiError as PaddleApiError
 from paddle_billing.Notifications import Secret, Verifier
+from paddle_billing.Resources.Addresses.Operations import ListAddresses
 from paddle_billing.Resources.CustomerPortalSessions.Operations import (
     CreateCustomerPortalSession,
 )
@@ -228,11 +230,29 @@ class PaddleProvider:
                 }
             ),
         )
-        if request.address_id:
-            operation.address_id = request.address_id
+        operation.address_id = request.address_id
         return operation
 
+    async def _address_of(self, customer_id: str) -> str:
+        """The customer's first active address: a billed transaction needs one (Paddle only
+        marks transactions ready, then billed, with items, a customer and an address)."""
+
+        def first_active(client: Any) -> Any:
+            addresses = client.addresses.list(customer_id, ListAddresses(statuses=[Status.Active]))
+            return next(iter(list(addresses.items)), None)
+
+        address = await self._call("list addresses", first_active)
+        if address is None:
+            raise ProviderUnavailable(f"customer {customer_id} has no active address in Paddle")
+        return str(address.id)
+
     async def create_charge(self, request: ChargeRequest) -> ProviderTransaction:
+        if request.address_id is None:
+            try:
+                address_id = await self._address_of(request.customer_id)
+            except ProviderNotFound as exc:
+                raise ProviderUnavailable("list addresses: customer unknown") from exc
+            request = replace(request, address_id=address_id)
         operation = self._operation(request)
         try:
             transaction = await self._call(
