@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,6 +90,26 @@ class Billing:
     async def run(self, now: str) -> dict[str, Any]:
         output = await self.cli("billing", "run", "--now", now, "--json")
         document: dict[str, Any] = json.loads(output)
+        return document
+
+    async def run_process(self, now: str) -> dict[str, Any]:
+        """`billing run` as a separate process (CliRunner swaps sys.stdout: one at a time)."""
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "tenantplane",
+            "billing",
+            "run",
+            "--now",
+            now,
+            "--json",
+            env={**os.environ, **self.env},
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        stdout, stderr = await process.communicate()
+        assert process.returncode == 0, stderr.decode()
+        document: dict[str, Any] = json.loads(stdout)
         return document
 
     async def wait_for(

@@ -279,3 +279,36 @@ async def test_portal_session(
     assert response.status_code == 503
     assert response.json()["code"] == "BILLING_NOT_CONFIGURED"
     assert response.headers["Retry-After"]
+
+
+async def test_concurrent_runs_issue_and_charge_each_period_once(
+    billing: BillingFactoryFn, factory: Factory, paddle: FakePaddle
+) -> None:
+    deployment = await billing(**paddle_overrides(paddle))
+    tenants = [await september_tenant(factory, paddle) for _ in range(3)]
+    for tenant in tenants:
+        await deployment.cli("tenant", "credit", tenant.name, "10.00")
+    # Three operators (or an operator and cron) at once, each its own process.
+    reports = await asyncio.gather(
+        *(deployment.run_process("2026-11-01T00:00:00Z") for _ in range(3))
+    )
+    issued = sorted(item["name"] for report in reports for item in report["issued"])
+    expected = sorted(
+        f"{tenant.name}-{day}" for tenant in tenants for day in ("20260901", "20261001")
+    )
+    assert issued == expected
+    for tenant in tenants:
+        response = await deployment.client.get(
+            f"{tenant.path}/invoices", headers=bearer(tenant.admin_key)
+        )
+        september, october = response.json()["items"]
+        # The credit was used once: all of it on September.
+        assert (september["status"]["creditsApplied"], october["status"]["creditsApplied"]) == (
+            "10.00",
+            "0.00",
+        )
+        assert {september["status"]["phase"], october["status"]["phase"]} == {"Billed"}
+    charged = [
+        call.body["custom_data"]["invoice"] for call in paddle.calls("POST", "/transactions")
+    ]
+    assert sorted(charged) == expected

@@ -74,6 +74,7 @@ T = TypeVar("T")
 _SDK_LOGGER = logging.getLogger("tenantplane.providers.payment.paddle.sdk")
 _SDK_LOGGER.addHandler(logging.NullHandler())
 _SDK_LOGGER.propagate = False
+_SDK_LOGGER.setLevel(logging.CRITICAL + 1)
 
 # ISO 4217 minor units of the currencies Paddle supports that are not cents.
 ZERO_DECIMAL_CURRENCIES = frozenset({"JPY", "KRW"})
