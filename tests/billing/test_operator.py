@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import httpx
 
@@ -132,3 +133,14 @@ async def test_plans_are_served_to_any_authenticated_caller(
     assert {meter["name"] for meter in plans["pro"]["observability"]} == {"metrics", "logs"}
     anonymous: httpx.Response = await deployment.client.get("/plans")
     assert anonymous.status_code == 401
+
+
+async def test_a_broken_price_list_is_refused_with_a_message(
+    billing: BillingFactoryFn, tmp_path: Path
+) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("plans:\n  starter:\n    prices:\n      currency: EUR\n", encoding="utf-8")
+    deployment = await billing()
+    deployment.env["TENANTPLANE_PRICING_FILE"] = str(broken)
+    output = await deployment.cli("billing", "run", expect=1)
+    assert "price list" in output

@@ -16,6 +16,7 @@ from tenantplane.billing import service
 from tenantplane.billing.context import BillingContext
 from tenantplane.billing.cycle import cancel_tenant, close_ended_periods
 from tenantplane.billing.models import Invoice
+from tenantplane.billing.pricing import PricingError
 from tenantplane.billing.reconciler import InvoiceReconciler
 from tenantplane.billing.repository import BillingRepository
 from tenantplane.billing.schemas import money
@@ -83,6 +84,9 @@ def _run(work: Callable[[Database, BillingContext], Awaitable[T]]) -> T:
         return asyncio.run(main())
     except ApiError as exc:
         errors.print(f"[red]error:[/red] {exc.error}")
+        raise typer.Exit(1) from exc
+    except PricingError as exc:
+        errors.print(f"[red]error in the price list:[/red] {exc}")
         raise typer.Exit(1) from exc
 
 

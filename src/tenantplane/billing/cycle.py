@@ -183,7 +183,3 @@ async def cancel_tenant(
         session, context, tenant, start, max(start, now), InvoiceKind.final, now
     )
     return [*issued, final]
-
-
-def describe(invoice: Invoice) -> str:
-    return f"{invoice.name} {rfc3339(invoice.period_start)}..{rfc3339(invoice.period_end)}"
