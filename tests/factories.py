@@ -101,6 +101,30 @@ class Factory:
                 )
             )
 
+    async def alerting_credentials(
+        self,
+        tenant: str,
+        *,
+        org_id: str | None = None,
+        auth: str = "basic",
+        username: str | None = "mimir-user",
+        secret: str | None = "mimir-password",  # noqa: S107 (a test credential)
+    ) -> None:
+        """Credentials for a remote alerting backend, as `tenantplane alerting set-credentials`."""
+        from tenantplane.alerting import credentials
+        from tenantplane.alerting.models import CredentialsAuth
+
+        async with self.database.transaction() as session:
+            await credentials.set_credentials(
+                session,
+                tenant_name=tenant,
+                org_id=org_id or tenant,
+                auth=CredentialsAuth(auth),
+                username=username,
+                secret=secret,
+                secret_key=self.secret,
+            )
+
     async def expire_api_key(self, raw_key: str) -> None:
         """Move a key's expiry into the past (the API refuses to create such a key)."""
         from datetime import UTC, timedelta

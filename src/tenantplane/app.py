@@ -12,6 +12,7 @@ from prometheus_client import CollectorRegistry
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from tenantplane import ops
+from tenantplane.alerting.routes import router as alerting_router
 from tenantplane.apikey.routes import router as apikey_router
 from tenantplane.billing.routes import router as billing_router
 from tenantplane.billing.routes import tenant_router as billing_tenant_router
@@ -24,6 +25,7 @@ from tenantplane.http.ratelimit import RateLimiter, RateLimitMiddleware
 from tenantplane.http.request_id import RequestIdMiddleware
 from tenantplane.logging import configure_logging
 from tenantplane.member.routes import router as member_router
+from tenantplane.providers.alerting.factory import backend_from_settings
 from tenantplane.providers.identity import build_token_verifier
 from tenantplane.tenant.routes import router as tenant_router
 
@@ -32,6 +34,7 @@ FEATURE_ROUTERS = (
     tenant_router,
     member_router,
     apikey_router,
+    alerting_router,
     billing_tenant_router,
     billing_router,
 )
@@ -91,6 +94,7 @@ def create_app(
     app.state.settings = settings
     app.state.api_key_secret = settings.api_key_secret()
     app.state.token_verifier = build_token_verifier(settings)
+    app.state.alerting_backend = backend_from_settings(settings)
     app.state.metrics_registry = CollectorRegistry()
     app.state.rate_limiter = RateLimiter(settings, rate_limit_prefix)
 

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from tenantplane.alerting.cli import app as alerting_app
 from tenantplane.apikey import service as apikey_service
 from tenantplane.billing import cli as billing_cli
 from tenantplane.config import Settings
@@ -26,6 +27,7 @@ from tenantplane.tenant.schemas import TenantRead
 app = typer.Typer(help="Operate a tenantplane control plane.", no_args_is_help=True)
 tenant_app = typer.Typer(help="Create, change and list tenants.", no_args_is_help=True)
 app.add_typer(tenant_app, name="tenant")
+app.add_typer(alerting_app, name="alerting")
 app.add_typer(billing_cli.billing_app, name="billing")
 tenant_app.command("cancel")(billing_cli.tenant_cancel)
 tenant_app.command("credit")(billing_cli.tenant_credit)

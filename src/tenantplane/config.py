@@ -62,6 +62,12 @@ class Settings(BaseSettings):
     versions_file: Path | None = None
 
     alerting_backend: Literal["database", "mimir", "alertmanager", "disabled"] = "database"
+    # mimir: base URL of Mimir's API (the server's -server.path-prefix included).
+    mimir_url: str | None = None
+    # alertmanager: the shared Alertmanager's URL and the file it loads (--config.file).
+    alertmanager_url: str | None = None
+    alertmanager_config_file: Path = Path("var/alertmanager/alertmanager.yml")
+    alerting_backend_timeout_seconds: float = 10.0
     billing_provider: Literal["none", "paddle"] = "none"
     # Billing (docs/billing.md): the price list (the packaged default when unset), where
     # metered observability usage comes from, and the Paddle Billing connection.

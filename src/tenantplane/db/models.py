@@ -1,5 +1,6 @@
 """Every feature's models, imported so that Base.metadata knows all tables (Alembic)."""
 
+from tenantplane.alerting.models import AlertingConfig, AlertingCredentials
 from tenantplane.apikey.models import ApiKey
 from tenantplane.billing.models import (
     BillingProfile,
@@ -16,6 +17,8 @@ from tenantplane.providers.orchestrator.simulator_models import SimulatedCluster
 from tenantplane.tenant.models import Tenant
 
 __all__ = [
+    "AlertingConfig",
+    "AlertingCredentials",
     "ApiKey",
     "Base",
     "BillingProfile",

@@ -3,7 +3,7 @@
 Money columns are exact decimal strings (tenantplane.billing.models.DecimalString).
 
 Revision ID: 0007
-Revises: 0004
+Revises: 0006
 Create Date: 2026-11-22 00:12:05.452355
 """
 
@@ -16,7 +16,7 @@ from alembic import op
 import tenantplane.db.base
 
 revision: str = "0007"
-down_revision: str | None = "0004"
+down_revision: str | None = "0006"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

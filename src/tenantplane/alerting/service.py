@@ -1,0 +1,457 @@
+"""Business rules of the alerting configuration: one document per tenant, one ETag.
+
+Every write locks the tenant's row, checks If-Match against the wrapper version, applies
+its change to a copy of the stored document, validates the whole result as Alertmanager
+would, stores it (bumping the version) and applies it to the backend. Any failure raises
+before the request's transaction commits, so a rejected write changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Generic, TypeVar
+
+import structlog
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tenantplane.alerting import secrets
+from tenantplane.alerting.document import (
+    SECTIONS,
+    Document,
+    clone,
+    default_document,
+    receiver_index,
+    routes_using_receiver,
+    routes_using_time_interval,
+    time_interval_index,
+    without_nulls,
+)
+from tenantplane.alerting.models import AlertingCredentials
+from tenantplane.alerting.repository import AlertingRepository
+from tenantplane.alerting.validation import ConfigError
+from tenantplane.alerting.validation.config import (
+    check_template_filename,
+    validate_config,
+)
+from tenantplane.http.errors import (
+    ApiError,
+    Conflict,
+    NotFound,
+    ServiceUnavailable,
+    ValidationFailed,
+)
+from tenantplane.http.etag import check_if_match
+from tenantplane.providers.alerting.base import (
+    AlertingBackend,
+    BackendNamingError,
+    BackendRejected,
+    BackendUnavailable,
+    Credentials,
+    Target,
+)
+
+T = TypeVar("T")
+log = structlog.get_logger(__name__)
+CREDENTIALS_RETRY_AFTER_SECONDS = 60
+BACKEND_RETRY_AFTER_SECONDS = 5
+INITIAL_VERSION = 1
+
+
+@dataclass(frozen=True)
+class TenantRef:
+    id: int
+    name: str
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    document: Document
+    version: int
+
+
+@dataclass(frozen=True)
+class Written(Generic[T]):
+    value: T
+    snapshot: Snapshot
+
+
+@dataclass(frozen=True)
+class Focus:
+    """Where the written piece sits in the document, to report errors relative to the body."""
+
+    prefix: str
+    whole: str | None = None  # the field reported when the error concerns the whole piece
+
+
+WHOLE_DOCUMENT = Focus("")
+
+
+class AlertingDisabled(ApiError):
+    def __init__(self) -> None:
+        super().__init__(
+            503, "the alerting proxy is not enabled in this deployment", code="ALERTING_DISABLED"
+        )
+
+
+# --- reading -----------------------------------------------------------------------------
+
+
+async def _credentials(
+    session: AsyncSession, backend: AlertingBackend, tenant: TenantRef, secret_key: bytes
+) -> Credentials | None:
+    """Refuse when the backend is off or lacks this tenant's credentials."""
+    if not backend.enabled:
+        raise AlertingDisabled()
+    if not backend.needs_credentials:
+        return None
+    row = await AlertingRepository.from_session(session).get_credentials(tenant.id)
+    if row is None:
+        raise ServiceUnavailable(
+            "the tenant's alerting credentials are not yet available; retry later",
+            code="TENANT_CREDENTIALS_PENDING",
+            retry_after=CREDENTIALS_RETRY_AFTER_SECONDS,
+        )
+    return credentials_of(row, secret_key)
+
+
+def credentials_of(row: AlertingCredentials, secret_key: bytes) -> Credentials:
+    secret = None
+    if row.secret_ciphertext is not None:
+        secret = secrets.decrypt(secret_key, row.secret_ciphertext)
+    return Credentials(org_id=row.org_id, auth=row.auth.value, username=row.username, secret=secret)
+
+
+async def read(
+    session: AsyncSession, backend: AlertingBackend, tenant: TenantRef, secret_key: bytes
+) -> Snapshot:
+    credentials = await _credentials(session, backend, tenant, secret_key)
+    row = await AlertingRepository.from_session(session).get(tenant.id)
+    if row is None:
+        return Snapshot(await _initial_document(backend, tenant, credentials), INITIAL_VERSION)
+    return Snapshot(row.document, row.resource_version)
+
+
+async def _initial_document(
+    backend: AlertingBackend, tenant: TenantRef, credentials: Credentials | None
+) -> Document:
+    """What a tenant new to this service starts from: what its backend already holds, when
+    that is a configuration the API can represent and validate, else the default."""
+    try:
+        existing = await backend.fetch(Target(tenant.name, credentials))
+    except BackendRejected:
+        existing = None
+    except BackendUnavailable as exc:
+        raise _unavailable(exc) from None
+    if existing is None:
+        return default_document()
+    adopted: Document = without_nulls(existing)
+    try:
+        validate_config(adopted)
+    except ConfigError as exc:
+        log.warning(
+            "existing alerting configuration not adopted", tenant=tenant.name, error=exc.message
+        )
+        return default_document()
+    return adopted
+
+
+def _unavailable(exc: Exception) -> ServiceUnavailable:
+    return ServiceUnavailable(
+        str(exc), code="ALERTING_BACKEND_UNAVAILABLE", retry_after=BACKEND_RETRY_AFTER_SECONDS
+    )
+
+
+# --- writing -----------------------------------------------------------------------------
+
+
+def _relative(path: str, focus: Focus) -> str | None:
+    if not focus.prefix:
+        return path or None
+    if path == focus.prefix:
+        return focus.whole
+    for separator in (".", "["):
+        if path.startswith(focus.prefix + separator):
+            rest = path[len(focus.prefix) :]
+            return rest[1:] if separator == "." else rest
+    return path
+
+
+async def write(
+    session: AsyncSession,
+    backend: AlertingBackend,
+    tenant: TenantRef,
+    secret_key: bytes,
+    if_match: str | None,
+    change: Callable[[Document], T],
+    focus: Focus | Callable[[Document], Focus],
+    *,
+    reset: bool = False,
+) -> Written[T]:
+    """Apply ``change`` to the tenant's document under its row lock; see the module doc."""
+    credentials = await _credentials(session, backend, tenant, secret_key)
+    repository = AlertingRepository.from_session(session)
+    if backend.renders_all_tenants:
+        await repository.lock_shared_render()
+    initial = None
+    if await repository.get(tenant.id) is None:
+        initial = await _initial_document(backend, tenant, credentials)
+    row = await repository.lock(tenant.id, initial)
+    check_if_match(if_match, row.resource_version)
+    document = clone(row.document)
+    value = change(document)
+    unchanged = document == row.document
+    if unchanged and not reset:
+        return Written(value, Snapshot(row.document, row.resource_version))
+    if not unchanged:
+        _check(backend, tenant, document, focus(document) if callable(focus) else focus)
+        row.document = document
+        row.updated_at = datetime.now(UTC)
+        await session.flush()
+    # A reset always reaches the backend: it may hold what this service never adopted.
+    target = Target(
+        tenant.name,
+        credentials,
+        await repository.all_documents() if backend.renders_all_tenants else {},
+    )
+    await _apply(backend, target, document, reset=reset)
+    return Written(value, Snapshot(row.document, row.resource_version))
+
+
+def _check(backend: AlertingBackend, tenant: TenantRef, document: Document, focus: Focus) -> None:
+    """Alertmanager's rules, then the backend's own; errors relative to the request body."""
+    try:
+        validate_config(document)
+        backend.check(tenant.name, document)
+    except (ConfigError, BackendNamingError) as exc:
+        raise ValidationFailed(
+            exc.message, field=_relative(exc.path, focus), code=exc.code
+        ) from None
+
+
+async def _apply(
+    backend: AlertingBackend, target: Target, document: Document, *, reset: bool
+) -> None:
+    try:
+        if reset:
+            await backend.remove(target)
+        else:
+            await backend.apply(target, document)
+    except BackendRejected as exc:
+        raise ValidationFailed(str(exc), field=None, code="ALERTING_BACKEND_REJECTED") from None
+    except BackendUnavailable as exc:
+        raise _unavailable(exc) from None
+
+
+# --- the changes each endpoint makes -------------------------------------------------------
+
+
+def replace_document(body: dict[str, Any]) -> Callable[[Document], None]:
+    for key in body:
+        if key not in SECTIONS:
+            raise ValidationFailed(f"unknown field: {key}", field=key, code="UNKNOWN_FIELD")
+
+    def change(document: Document) -> None:
+        document.clear()
+        document.update(default_document())
+        document.update({"receivers": [], "route": None})
+        document.update(without_nulls(body))
+
+    return change
+
+
+def reset_document(document: Document) -> None:
+    document.clear()
+    document.update(default_document())
+
+
+def upsert_receiver(name: str, body: dict[str, Any]) -> Callable[[Document], tuple[Any, bool]]:
+    receiver = {**without_nulls(body), "name": name}
+
+    def change(document: Document) -> tuple[Any, bool]:
+        index = receiver_index(document, name)
+        if index is None:
+            document["receivers"].append(receiver)
+            return receiver, True
+        document["receivers"][index] = receiver
+        return receiver, False
+
+    return change
+
+
+def receiver_focus(name: str) -> Callable[[Document], Focus]:
+    def focus(document: Document) -> Focus:
+        return Focus(f"receivers[{receiver_index(document, name)}]")
+
+    return focus
+
+
+def delete_receiver(name: str) -> Callable[[Document], None]:
+    def change(document: Document) -> None:
+        index = receiver_index(document, name)
+        if index is None:
+            raise NotFound(f"receiver {name}")
+        if routes_using_receiver(document, name):
+            raise Conflict(
+                f"receiver {name} is used by a route; change or delete the route first",
+                code="RECEIVER_IN_USE",
+            )
+        del document["receivers"][index]
+
+    return change
+
+
+def child_routes(document: Document) -> list[Any]:
+    routes: list[Any] = document["route"].setdefault("routes", [])
+    return routes
+
+
+def put_route(index: int, body: dict[str, Any]) -> Callable[[Document], tuple[Any, bool]]:
+    route = without_nulls(body)
+
+    def change(document: Document) -> tuple[Any, bool]:
+        routes = child_routes(document)
+        if index > len(routes):
+            raise ValidationFailed(
+                f"route index {index} is out of range: there are {len(routes)} child routes; "
+                f"use {len(routes)} to append",
+                field="id",
+                code="ROUTE_INDEX_OUT_OF_RANGE",
+            )
+        if index == len(routes):
+            routes.append(route)
+            return route, True
+        routes[index] = route
+        return route, False
+
+    return change
+
+
+def delete_route(index: int) -> Callable[[Document], None]:
+    def change(document: Document) -> None:
+        routes = child_routes(document)
+        if index >= len(routes):
+            raise NotFound(f"route {index}")
+        del routes[index]
+        if not routes:
+            del document["route"]["routes"]
+
+    return change
+
+
+def put_root_route(body: dict[str, Any]) -> Callable[[Document], Any]:
+    """The root route's own settings; its children are kept unless the body has `routes`."""
+    route = without_nulls(body)
+
+    def change(document: Document) -> Any:
+        if "routes" not in route and document["route"].get("routes"):
+            route["routes"] = document["route"]["routes"]
+        document["route"] = route
+        return route
+
+    return change
+
+
+def put_global(body: dict[str, Any]) -> Callable[[Document], Any]:
+    glob = without_nulls(body)
+
+    def change(document: Document) -> Any:
+        document["global"] = glob
+        return glob
+
+    return change
+
+
+def put_template(filename: str, contents: str) -> Callable[[Document], bool]:
+    try:
+        check_template_filename(filename, "filename")
+    except ConfigError as exc:
+        raise ValidationFailed(exc.message, field="filename", code=exc.code) from None
+
+    def change(document: Document) -> bool:
+        created = filename not in document["templates"]
+        document["templates"][filename] = contents
+        return created
+
+    return change
+
+
+def delete_template(filename: str) -> Callable[[Document], None]:
+    def change(document: Document) -> None:
+        if filename not in document["templates"]:
+            raise NotFound(f"template {filename}")
+        del document["templates"][filename]
+
+    return change
+
+
+def put_time_interval(name: str, intervals: list[Any]) -> Callable[[Document], tuple[Any, bool]]:
+    entry = {"name": name, "time_intervals": without_nulls(intervals)}
+
+    def change(document: Document) -> tuple[Any, bool]:
+        index = time_interval_index(document, name)
+        if index is None:
+            document["time_intervals"].append(entry)
+            return entry, True
+        document["time_intervals"][index] = entry
+        return entry, False
+
+    return change
+
+
+def time_interval_focus(name: str) -> Callable[[Document], Focus]:
+    def focus(document: Document) -> Focus:
+        return Focus(f"time_intervals[{time_interval_index(document, name)}]")
+
+    return focus
+
+
+def delete_time_interval(name: str) -> Callable[[Document], None]:
+    def change(document: Document) -> None:
+        index = time_interval_index(document, name)
+        if index is None:
+            raise NotFound(f"time interval {name}")
+        if routes_using_time_interval(document, name):
+            raise Conflict(
+                f"time interval {name} is used by a route; change the route first",
+                code="TIME_INTERVAL_IN_USE",
+            )
+        del document["time_intervals"][index]
+
+    return change
+
+
+# --- operators ---------------------------------------------------------------------------
+
+
+async def apply_stored(
+    session: AsyncSession, backend: AlertingBackend, secret_key: bytes
+) -> list[str]:
+    """Apply every stored configuration to the backend again (after the backend lost it).
+
+    Tenants whose credentials are missing are skipped. Returns the tenants applied.
+    """
+    if not backend.enabled:
+        raise AlertingDisabled()
+    repository = AlertingRepository.from_session(session)
+    if backend.renders_all_tenants:
+        await repository.lock_shared_render()
+    documents = await repository.all_documents()
+    try:
+        if backend.renders_all_tenants:  # one write renders every tenant
+            await backend.apply(Target("*", None, documents), {})
+            return sorted(documents)
+        applied: list[str] = []
+        for tenant_id, name in await repository.tenants_with_documents():
+            credentials = None
+            if backend.needs_credentials:
+                row = await repository.get_credentials(tenant_id)
+                if row is None:
+                    continue
+                credentials = credentials_of(row, secret_key)
+            await backend.apply(Target(name, credentials, documents), documents[name])
+            applied.append(name)
+        return applied
+    except (BackendRejected, BackendUnavailable) as exc:
+        raise _unavailable(exc) from None

@@ -1,0 +1,482 @@
+"""Syntax of Go text/template files as Alertmanager 0.25 parses them (template.FromGlobs).
+
+Checks what Go's parser checks before anything runs: delimiters, comments, quoting,
+parentheses, block structure (if/range/with/define/block/else/end, break and continue),
+declared variables, known function names (Go's built-ins and Alertmanager's), string names
+of define/template/block, and duplicate non-empty definitions in one file.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_GO_BUILTINS = (
+    "and call html index slice js len not or print printf println urlquery eq ge gt le lt ne"
+)
+_ALERTMANAGER_FUNCS = "toUpper toLower title join match safeHtml reReplaceAll stringSlice"
+FUNCTIONS = frozenset(_GO_BUILTINS.split()) | frozenset(_ALERTMANAGER_FUNCS.split())
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NUMBER = re.compile(
+    r"[+-]?(0[xX][0-9a-fA-F_]+(\.[0-9a-fA-F_]*)?([pP][+-]?[0-9]+)?"
+    r"|0[bB][01_]+|0[oO][0-7_]+|([0-9][0-9_]*)?\.?[0-9_]*([eE][+-]?[0-9]+)?)i?"
+)
+_KEYWORDS = frozenset(
+    [
+        "block",
+        "break",
+        "continue",
+        "define",
+        "else",
+        "end",
+        "if",
+        "range",
+        "template",
+        "with",
+        "nil",
+        "true",
+        "false",
+    ]
+)
+
+
+class TemplateSyntaxError(ValueError):
+    pass
+
+
+@dataclass
+class _Token:
+    kind: str  # ident, keyword, field, var, string, number, char, pipe, lparen, rparen,
+    # declare, assign, comma, dot, bool, nil
+    text: str
+
+
+def _lex_action(body: str) -> list[_Token]:
+    tokens: list[_Token] = []
+    i = 0
+    while i < len(body):
+        c = body[i]
+        if c in " \t\r\n":
+            i += 1
+        elif c == '"':
+            j = i + 1
+            while True:
+                if j >= len(body) or body[j] == "\n":
+                    raise TemplateSyntaxError("unterminated quoted string")
+                if body[j] == "\\":
+                    j += 2
+                    continue
+                if body[j] == '"':
+                    break
+                j += 1
+            _check_escapes(body[i + 1 : j], quote='"')
+            tokens.append(_Token("string", body[i : j + 1]))
+            i = j + 1
+        elif c == "`":
+            j = body.find("`", i + 1)
+            if j < 0:
+                raise TemplateSyntaxError("unterminated raw quoted string")
+            tokens.append(_Token("string", body[i : j + 1]))
+            i = j + 1
+        elif c == "'":
+            j = i + 1
+            while j < len(body) and body[j] != "'":
+                if body[j] == "\n":
+                    break
+                j += 2 if body[j] == "\\" else 1
+            if j >= len(body) or body[j] != "'":
+                raise TemplateSyntaxError("unterminated character constant")
+            inner = body[i + 1 : j]
+            if not (len(inner) == 1 or (inner.startswith("\\") and len(inner) >= 2)):
+                raise TemplateSyntaxError(f"malformed character constant: {body[i : j + 1]}")
+            _check_escapes(inner, quote="'")
+            tokens.append(_Token("char", body[i : j + 1]))
+            i = j + 1
+        elif c == "|":
+            tokens.append(_Token("pipe", c))
+            i += 1
+        elif c == "(":
+            tokens.append(_Token("lparen", c))
+            i += 1
+        elif c == ")":
+            tokens.append(_Token("rparen", c))
+            i += 1
+        elif c == ",":
+            tokens.append(_Token("comma", c))
+            i += 1
+        elif body.startswith(":=", i):
+            tokens.append(_Token("declare", ":="))
+            i += 2
+        elif c == "=":
+            tokens.append(_Token("assign", "="))
+            i += 1
+        elif c == "$":
+            match = re.compile(r"\$[A-Za-z0-9_]*").match(body, i)
+            assert match is not None
+            tokens.append(_Token("var", match.group()))
+            i = match.end()
+            i = _fields(body, i, tokens)
+        elif c == "." and (i + 1 >= len(body) or not body[i + 1].isdigit()):
+            match = re.compile(r"(\.[A-Za-z0-9_]+)+").match(body, i)
+            if match is None:
+                tokens.append(_Token("dot", "."))
+                i += 1
+            else:
+                tokens.append(_Token("field", match.group()))
+                i = match.end()
+        elif c.isdigit() or (c in "+-." and i + 1 < len(body) and body[i + 1].isdigit()):
+            match = _NUMBER.match(body, i)
+            assert match is not None
+            end = match.end()
+            if end < len(body) and (body[end].isalnum() or body[end] == "_"):
+                raise TemplateSyntaxError(f'bad number syntax: "{body[i : end + 1]}"')
+            tokens.append(_Token("number", body[i:end]))
+            i = end
+        elif c.isalpha() or c == "_":
+            match = _IDENT.match(body, i)
+            assert match is not None
+            word = match.group()
+            if word in ("true", "false"):
+                kind = "bool"
+            elif word == "nil":
+                kind = "nil"
+            elif word in _KEYWORDS:
+                kind = "keyword"
+            else:
+                kind = "ident"
+            tokens.append(_Token(kind, word))
+            i = match.end()
+            i = _fields(body, i, tokens)
+        else:
+            raise TemplateSyntaxError(f"unrecognized character in action: {c!r}")
+    return tokens
+
+
+_SIMPLE_ESCAPES = frozenset("abfnrtv\\")
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+
+
+def _check_escapes(literal: str, *, quote: str) -> None:
+    """Escapes Go's strconv.Unquote accepts in a quoted string or character constant."""
+    i = 0
+    while i < len(literal):
+        if literal[i] != "\\":
+            i += 1
+            continue
+        kind = literal[i + 1] if i + 1 < len(literal) else ""
+        if kind in _SIMPLE_ESCAPES or kind == quote:
+            i += 2
+            continue
+        width = {"x": 2, "u": 4, "U": 8}.get(kind)
+        if width is not None:
+            digits = literal[i + 2 : i + 2 + width]
+            valid = len(digits) == width and all(d in _HEX_DIGITS for d in digits)
+            value = int(digits, 16) if valid else 0
+            if not valid or (kind != "x" and (value > 0x10FFFF or 0xD800 <= value <= 0xDFFF)):
+                raise TemplateSyntaxError("invalid syntax")
+            i += 2 + width
+            continue
+        octal = literal[i + 1 : i + 4]
+        if len(octal) == 3 and all(d in "01234567" for d in octal) and int(octal, 8) <= 255:
+            i += 4
+            continue
+        raise TemplateSyntaxError("invalid syntax")
+
+
+def _fields(body: str, i: int, tokens: list[_Token]) -> int:
+    """Field chains directly after a variable or identifier (``$x.Foo``) stay one operand."""
+    match = re.compile(r"(\.[A-Za-z0-9_]+)+").match(body, i)
+    if match is not None:
+        tokens[-1].text += match.group()
+        return match.end()
+    return i
+
+
+@dataclass
+class _Frame:
+    keyword: str
+    variables: list[str]
+    in_range: bool
+    has_else: bool = False
+
+
+@dataclass
+class _Checker:
+    frames: list[_Frame] = field(default_factory=list)
+    definitions: set[str] = field(default_factory=set)
+    # The open define's name and whether it has non-blank content so far.
+    current_define: tuple[str, bool] | None = None
+
+    @property
+    def variables(self) -> list[str]:
+        return self.frames[-1].variables if self.frames else self.top_variables
+
+    top_variables: list[str] = field(default_factory=lambda: ["$"])
+
+    def in_range(self) -> bool:
+        return bool(self.frames) and self.frames[-1].in_range
+
+    def push(self, keyword: str) -> None:
+        in_range = keyword == "range" or self.in_range()
+        if keyword in ("define", "block"):
+            in_range = False
+        self.frames.append(_Frame(keyword, list(self.variables), in_range))
+
+    def action(self, tokens: list[_Token]) -> None:
+        if not tokens:
+            raise TemplateSyntaxError("missing value for command")
+        head = tokens[0]
+        rest = tokens[1:]
+        if head.text not in ("define", "end"):
+            self.content("action")  # any action makes an open definition non-empty
+        if head.kind != "keyword":
+            self.pipeline(tokens, "command", declarations=True)
+            return
+        word = head.text
+        if word in ("if", "with", "range"):
+            self.control(word, rest)
+        elif word == "else":
+            self.else_(rest)
+        elif word == "end":
+            if rest:
+                raise TemplateSyntaxError(f"unexpected {rest[0].text!r} in end")
+            if not self.frames:
+                raise TemplateSyntaxError("unexpected {{end}}")
+            frame = self.frames.pop()
+            if frame.keyword == "define" and self.current_define is not None:
+                self.finish_define()
+        elif word in ("break", "continue"):
+            if rest:
+                raise TemplateSyntaxError(f"unexpected {rest[0].text!r} in {word}")
+            if not self.in_range():
+                raise TemplateSyntaxError(f"{{{{{word}}}}} outside {{{{range}}}}")
+        elif word == "template":
+            self.named(rest, "template")
+        elif word == "block":
+            self.named(rest, "block")
+            self.push("block")
+        elif word == "define":
+            if self.frames:
+                raise TemplateSyntaxError("unexpected <define> in command")
+            if len(rest) != 1 or rest[0].kind != "string":
+                found = rest[0].text if rest else "}}"
+                raise TemplateSyntaxError(f"unexpected {found!r} in define clause")
+            self.frames.append(_Frame("define", ["$"], False))
+            self.current_define = (rest[0].text, False)
+
+    def content(self, text: str) -> None:
+        """Text or an action inside the open define makes the definition non-empty."""
+        if self.current_define is not None and text.strip():
+            self.current_define = (self.current_define[0], True)
+
+    def finish_define(self) -> None:
+        assert self.current_define is not None
+        name, non_empty = self.current_define
+        if non_empty:
+            if name in self.definitions:
+                raise TemplateSyntaxError(f"template: multiple definition of template {name}")
+            self.definitions.add(name)
+        self.current_define = None
+
+    def control(self, word: str, rest: list[_Token]) -> None:
+        if not rest:
+            raise TemplateSyntaxError(f"missing value for {word}")
+        self.push(word)
+        self.pipeline(rest, word, declarations=True, allow_two=word == "range")
+
+    def else_(self, rest: list[_Token]) -> None:
+        if not self.frames or self.frames[-1].keyword not in ("if", "with", "range"):
+            raise TemplateSyntaxError("unexpected {{else}}")
+        frame = self.frames[-1]
+        if frame.has_else:
+            raise TemplateSyntaxError("expected end; found {{else}}")
+        if rest:
+            if rest[0].text != "if" or frame.keyword != "if":
+                raise TemplateSyntaxError(f"unexpected {rest[0].text!r} in else")
+            if len(rest) == 1:
+                raise TemplateSyntaxError("missing value for if")
+            self.pipeline(rest[1:], "if", declarations=True)
+            return
+        frame.has_else = True
+
+    def named(self, rest: list[_Token], context: str) -> None:
+        if not rest or rest[0].kind != "string":
+            found = rest[0].text if rest else "}}"
+            raise TemplateSyntaxError(f"unexpected {found!r} in {context} clause")
+        if len(rest) > 1:
+            self.pipeline(rest[1:], context, declarations=False)
+
+    def pipeline(
+        self,
+        tokens: list[_Token],
+        context: str,
+        *,
+        declarations: bool,
+        allow_two: bool = False,
+    ) -> None:
+        declared = self.declaration(tokens, allow_two) if declarations else []
+        body = tokens[2 * len(declared) :] if declared else tokens
+        if declared and not body:
+            raise TemplateSyntaxError(f"missing value for {context}")
+        # Go declares the variables before it parses the pipeline's commands.
+        self.variables.extend(name for name, is_new in declared if is_new)
+        self.commands(body, context)
+
+    def declaration(self, tokens: list[_Token], allow_two: bool) -> list[tuple[str, bool]]:
+        """`$x :=`, `$x =` or (in range) `$i, $v :=` at the start of a pipeline."""
+        if len(tokens) >= 2 and tokens[0].kind == "var" and "." not in tokens[0].text:
+            if tokens[1].kind == "declare":
+                return [(tokens[0].text, True)]
+            if tokens[1].kind == "assign":
+                return [(tokens[0].text, True)]  # Go's parser declares on `=` as well
+            if (
+                allow_two
+                and tokens[1].kind == "comma"
+                and len(tokens) >= 4
+                and tokens[2].kind == "var"
+                and tokens[3].kind in ("declare", "assign")
+            ):
+                return [(tokens[0].text, True), (tokens[2].text, True)]
+        return []
+
+    def use_variable(self, text: str) -> None:
+        name = text.split(".")[0]
+        if name not in self.variables:
+            raise TemplateSyntaxError(f'undefined variable "{name}"')
+
+    def commands(self, tokens: list[_Token], context: str) -> None:
+        stage: list[_Token] = []
+        depth = 0
+        stages: list[list[_Token]] = []
+        for token in tokens:
+            if token.kind == "lparen":
+                depth += 1
+            elif token.kind == "rparen":
+                depth -= 1
+                if depth < 0:
+                    raise TemplateSyntaxError("unexpected right paren")
+            if token.kind == "pipe" and depth == 0:
+                stages.append(stage)
+                stage = []
+                continue
+            stage.append(token)
+        if depth > 0:
+            raise TemplateSyntaxError("unclosed left paren")
+        stages.append(stage)
+        for index, command in enumerate(stages):
+            if not command:
+                if index == len(stages) - 1 and index > 0:
+                    continue  # Go 1.19 accepts a trailing '|'
+                raise TemplateSyntaxError("missing value for command")
+            if index > 0 and command[0].kind in ("bool", "dot", "nil", "number", "string"):
+                raise TemplateSyntaxError(f"non executable command in pipeline stage {index + 1}")
+            self.command(command)
+
+    def command(self, tokens: list[_Token]) -> None:
+        i = 0
+        while i < len(tokens):
+            token = tokens[i]
+            if token.kind == "lparen":
+                depth, j = 1, i + 1
+                while depth:
+                    depth += {"lparen": 1, "rparen": -1}.get(tokens[j].kind, 0)
+                    j += 1
+                inner = tokens[i + 1 : j - 1]
+                if not inner:
+                    raise TemplateSyntaxError("missing value for parenthesized pipeline")
+                self.commands(inner, "parenthesized pipeline")
+                i = j
+                continue
+            if token.kind == "ident":
+                name = token.text.split(".")[0]
+                if name not in FUNCTIONS:
+                    raise TemplateSyntaxError(f'function "{name}" not defined')
+            elif token.kind == "var":
+                self.use_variable(token.text)
+            elif token.kind in ("keyword", "declare", "assign", "comma", "pipe", "rparen"):
+                raise TemplateSyntaxError(f"unexpected {token.text!r} in command")
+            i += 1
+
+
+_ACTION_START = re.compile(r"\{\{(- )?")
+
+
+def _comment(body: str) -> bool:
+    return body.startswith("/*")
+
+
+def check_template(text: str) -> None:
+    """Raise TemplateSyntaxError (with Go's wording where practical) for a template file."""
+    checker = _Checker()
+    position = 0
+    line = 1
+    try:
+        while True:
+            start = text.find("{{", position)
+            if start < 0:
+                checker.content(text[position:])
+                break
+            checker.content(text[position:start])
+            line += text.count("\n", position, start)
+            inner_start = start + 2
+            if (
+                text.startswith("- ", inner_start)
+                or text.startswith("-\t", inner_start)
+                or text.startswith("-\n", inner_start)
+                or text.startswith("-\r", inner_start)
+            ):
+                inner_start += 2
+            if text.startswith("/*", inner_start):
+                end_comment = text.find("*/", inner_start + 2)
+                if end_comment < 0:
+                    raise TemplateSyntaxError("unclosed comment")
+                after = end_comment + 2
+                if text.startswith(" -}}", after):
+                    after += 4
+                elif text.startswith("}}", after):
+                    after += 2
+                else:
+                    raise TemplateSyntaxError("comment ends before closing delimiter")
+                line += text.count("\n", start, after)
+                position = after
+                continue
+            end, close_len = _find_close(text, inner_start)
+            body = text[inner_start:end]
+            trimmed_body = body[:-2] if body.endswith((" -", "\t-", "\n-", "\r-")) else body
+            checker.action(_lex_action(trimmed_body))
+            line += text.count("\n", start, end + close_len)
+            position = end + close_len
+        if checker.frames:
+            raise TemplateSyntaxError("unexpected EOF")
+    except TemplateSyntaxError as exc:
+        raise TemplateSyntaxError(f"line {line}: {exc}") from None
+
+
+def _find_close(text: str, i: int) -> tuple[int, int]:
+    """The index of the closing ``}}`` of the action starting at ``i``, skipping quotes."""
+    while i < len(text):
+        c = text[i]
+        if text.startswith("}}", i):
+            return i, 2
+        if c == '"':
+            j = i + 1
+            while j < len(text) and text[j] != '"' and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            if j >= len(text) or text[j] != '"':
+                raise TemplateSyntaxError("unterminated quoted string")
+            i = j + 1
+        elif c == "`":
+            j = text.find("`", i + 1)
+            if j < 0:
+                raise TemplateSyntaxError("unterminated raw quoted string")
+            i = j + 1
+        elif c == "'":
+            j = i + 1
+            while j < len(text) and text[j] != "'" and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            if j >= len(text) or text[j] != "'":
+                raise TemplateSyntaxError("unterminated character constant")
+            i = j + 1
+        else:
+            i += 1
+    raise TemplateSyntaxError("unclosed action")

@@ -1,0 +1,1 @@
+"""Alerting backends: where a tenant's Alertmanager configuration is applied."""

@@ -1,0 +1,175 @@
+"""`tenantplane alerting …`: operators set tenant credentials the Mimir backend then uses."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+
+import httpx
+from typer.testing import CliRunner
+
+from tenantplane.alerting.render import dump_yaml, shared_config
+from tenantplane.cli import app
+from tenantplane.providers.alerting.alertmanager import TEMPLATE_DIR
+from tests.alerting.conftest import SharedAlertmanager
+from tests.conftest import TEST_SECRET
+from tests.factories import Factory
+from tests.fakes.mimir import FakeMimir
+from tests.http_client import bearer
+
+
+async def tenantplane(
+    *args: str,
+    database_url: str,
+    cwd: Path,
+    stdin: str = "",
+    extra_env: dict[str, str] | None = None,
+) -> tuple[int, str, str]:
+    """Run the `tenantplane` command (in a thread: the CLI runs its own event loop)."""
+    env = {
+        "TENANTPLANE_DATABASE_URL": database_url,
+        "TENANTPLANE_SECRET_KEY": TEST_SECRET,
+        **(extra_env or {}),
+    }
+
+    def invoke() -> tuple[int, str, str]:
+        previous = Path.cwd()
+        os.chdir(cwd)  # no .env from the checkout
+        try:
+            result = CliRunner().invoke(app, list(args), input=stdin, env=env)
+        finally:
+            os.chdir(previous)
+        return result.exit_code, result.stdout, result.stderr
+
+    return await asyncio.to_thread(invoke)
+
+
+async def test_credentials_set_by_the_operator_reach_mimir(
+    mimir_client: httpx.AsyncClient,
+    factory: Factory,
+    fake_mimir: FakeMimir,
+    database_url: str,
+    tmp_path: Path,
+) -> None:
+    tenant = await factory.tenant()
+    fake_mimir.expect_basic("org-9", "am-user", "s3cret")
+    code, out, err = await tenantplane(
+        "alerting",
+        "set-credentials",
+        tenant.name,
+        "--org-id",
+        "org-9",
+        "--auth",
+        "basic",
+        "--username",
+        "am-user",
+        "--secret-stdin",
+        database_url=database_url,
+        cwd=tmp_path,
+        stdin="s3cret\n",
+    )
+    assert code == 0, err
+    code, out, err = await tenantplane(
+        "alerting", "show-credentials", tenant.name, database_url=database_url, cwd=tmp_path
+    )
+    shown = json.loads(out)
+    assert shown["orgId"] == "org-9"
+    assert shown["username"] == "am-user"
+    assert "s3cret" not in out
+
+    response = await mimir_client.put(
+        f"{tenant.path}/alerting/receivers/ops",
+        json={"webhook_configs": [{"url": "https://hooks.example.com/"}]},
+        headers=bearer(tenant.admin_key),
+    )
+    assert response.status_code == 201, response.text
+    assert "org-9" in fake_mimir.configs
+
+    # The backend lost the configuration: `alerting sync` puts it back.
+    fake_mimir.configs.clear()
+    code, out, err = await tenantplane(
+        "alerting",
+        "sync",
+        database_url=database_url,
+        cwd=tmp_path,
+        extra_env={
+            "TENANTPLANE_ALERTING_BACKEND": "mimir",
+            "TENANTPLANE_MIMIR_URL": fake_mimir.url,
+        },
+    )
+    assert code == 0, err
+    assert "org-9" in fake_mimir.configs
+
+    code, out, err = await tenantplane(
+        "alerting", "clear-credentials", tenant.name, database_url=database_url, cwd=tmp_path
+    )
+    assert code == 0, err
+    pending = await mimir_client.get(
+        f"{tenant.path}/alerting/config", headers=bearer(tenant.admin_key)
+    )
+    assert pending.status_code == 503
+    assert pending.json()["code"] == "TENANT_CREDENTIALS_PENDING"
+
+
+async def test_set_credentials_refuses_missing_secrets_and_unknown_tenants(
+    factory: Factory, database: object, database_url: str, tmp_path: Path
+) -> None:
+    tenant = await factory.tenant()
+    code, _, err = await tenantplane(
+        "alerting",
+        "set-credentials",
+        tenant.name,
+        "--auth",
+        "bearer",
+        "--secret-stdin",
+        database_url=database_url,
+        cwd=tmp_path,
+        stdin="\n",
+    )
+    assert code == 1
+    assert "token" in err
+    code, _, err = await tenantplane(
+        "alerting",
+        "set-credentials",
+        "no-such-tenant",
+        "--auth",
+        "none",
+        database_url=database_url,
+        cwd=tmp_path,
+    )
+    assert code == 1
+    assert "not found" in err
+
+
+async def test_sync_rewrites_the_shared_alertmanager_file(
+    shared_client: httpx.AsyncClient,
+    shared_alertmanager: SharedAlertmanager,
+    factory: Factory,
+    database_url: str,
+    tmp_path: Path,
+) -> None:
+    tenant = await factory.tenant()
+    response = await shared_client.put(
+        f"{tenant.path}/alerting/receivers/ops",
+        json={"webhook_configs": [{"url": "https://hooks.example.com/"}]},
+        headers=bearer(tenant.admin_key),
+    )
+    assert response.status_code == 201, response.text
+    written = shared_alertmanager.config_file.read_text()
+    shared_alertmanager.config_file.write_text(dump_yaml(shared_config({}, TEMPLATE_DIR)))
+
+    code, _, err = await tenantplane(
+        "alerting",
+        "sync",
+        database_url=database_url,
+        cwd=tmp_path,
+        extra_env={
+            "TENANTPLANE_ALERTING_BACKEND": "alertmanager",
+            "TENANTPLANE_ALERTMANAGER_URL": shared_alertmanager.url,
+            "TENANTPLANE_ALERTMANAGER_CONFIG_FILE": str(shared_alertmanager.config_file),
+        },
+    )
+    assert code == 0, err
+    assert shared_alertmanager.config_file.read_text() == written
