@@ -115,8 +115,8 @@ async def test_every_due_row_is_reconciled_once_within_the_concurrency_bound(
 
         await wait_until(all_done, "every row reconciled")
     finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        runner.stop()
+        await task
     assert sorted(reconciler.acted) == sorted(ids)
     assert reconciler.max_running <= 4
 
@@ -144,8 +144,8 @@ async def test_a_hint_after_commit_wakes_an_idle_runner(
 
         await wait_until(done, "the woken runner")
     finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        runner.stop()
+        await task
 
 
 async def test_a_lost_lease_discards_the_result(database: Database, factory: Factory) -> None:
@@ -160,3 +160,27 @@ async def test_a_lost_lease_discards_the_result(database: Database, factory: Fac
     async with database.transaction() as session:
         assert await stale.guard(session).update(observed_generation=99) is False
     assert (await observed(database))[row_id] == 0
+
+
+async def test_two_workers_share_the_rows_without_doing_any_twice(
+    database: Database, factory: Factory
+) -> None:
+    tenant = await factory.tenant()
+    ids = await add_rows(database, tenant.id, 60, due=True)
+    first, second = CountingReconciler(concurrency=3), CountingReconciler(concurrency=3)
+    runners = [
+        ReconcilerRunner(database, reconciler, owner=owner, idle_poll_seconds=30)
+        for reconciler, owner in ((first, "worker-a"), (second, "worker-b"))
+    ]
+    tasks = [asyncio.create_task(runner.run()) for runner in runners]
+    try:
+
+        async def all_done() -> bool:
+            return all(value == 1 for value in (await observed(database)).values())
+
+        await wait_until(all_done, "every row reconciled by the pair")
+    finally:
+        for runner in runners:
+            runner.stop()
+        await asyncio.gather(*tasks)
+    assert sorted(first.acted + second.acted) == sorted(ids)

@@ -96,7 +96,7 @@ async def _submit_charges(database: Database, context: BillingContext) -> int:
         return 0
     async with database.transaction() as session:
         await BillingRepository.from_session(session).rearm_drafts(utcnow())
-    return await ReconcilerRunner(database, InvoiceReconciler(context)).drain()
+    return await ReconcilerRunner(database, InvoiceReconciler(context)).run_once()
 
 
 def _print(outcome: Outcome, as_json: bool, extra: dict[str, Any] | None = None) -> None:

@@ -2,8 +2,11 @@
 
 Writers of desired state call ``wake_after_commit(session, name)``. The hint fires only when
 the session's transaction commits (a rolled-back request wakes nobody), and reaches every
-runner of that reconciler in this process. Runners in other processes find the change at
-their next due time or idle poll (``TENANTPLANE_RECONCILE_IDLE_POLL_SECONDS``).
+runner of that reconciler in this process. On PostgreSQL the same transaction also sends
+``NOTIFY tenantplane_reconcile, '<name>'`` (delivered on commit only), which the runners of
+other processes receive through ``reconcile.listener``. Without it (SQLite, or a lost
+listening connection) they find the change at their next due time or idle poll
+(``TENANTPLANE_RECONCILE_IDLE_POLL_SECONDS``).
 """
 
 from __future__ import annotations
@@ -11,11 +14,12 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 
-from sqlalchemy import event
+from sqlalchemy import event, text
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
 _PENDING_KEY = "tenantplane.reconcile.wake"
+NOTIFY_CHANNEL = "tenantplane_reconcile"
 
 
 class Wakeups:
@@ -53,6 +57,17 @@ def wake_after_commit(session: AsyncSession | Session, name: str) -> None:
 def wake_now(name: str) -> None:
     """Wake the reconciler ``name`` at once (for code that has already committed)."""
     wakeups.wake(name)
+
+
+@event.listens_for(Session, "before_commit")
+def _notify_other_processes(session: Session) -> None:
+    names = session.info.get(_PENDING_KEY)
+    if not names or session.get_bind().dialect.name != "postgresql":
+        return
+    for name in sorted(names):
+        session.execute(
+            text("SELECT pg_notify(:channel, :name)"), {"channel": NOTIFY_CHANNEL, "name": name}
+        )
 
 
 @event.listens_for(Session, "after_commit")

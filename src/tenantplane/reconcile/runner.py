@@ -88,22 +88,21 @@ class ReconcilerRunner:
         self.idle_poll_seconds = idle_poll_seconds
         self.fetcher = Fetcher(database, reconciler.table, self.owner)
         self._inflight: set[asyncio.Task[None]] = set()
-        self._log = log.bind(reconciler=reconciler.name)
-        self._stopping = False
+        self._stopping = asyncio.Event()
         self._wake: asyncio.Event | None = None
+        self._log = log.bind(reconciler=reconciler.name)
 
-    def request_stop(self) -> None:
-        """Finish the work in hand and return from ``run`` (no new leases are taken)."""
-        self._stopping = True
+    def stop(self) -> None:
+        """Take no new work; ``run`` returns once the rows in hand are done."""
+        self._stopping.set()
         if self._wake is not None:
             self._wake.set()
 
-    async def run(self) -> None:
+    async def run(self, shutdown_grace_seconds: float = 10.0) -> None:
         reconciler = self.reconciler
-        wake = wakeups.subscribe(reconciler.name)
-        self._wake = wake
+        wake = self._wake = wakeups.subscribe(reconciler.name)
         try:
-            while not self._stopping:
+            while not self._stopping.is_set():
                 wake.clear()
                 free = reconciler.concurrency - len(self._inflight)
                 leases: list[Lease] = []
@@ -122,19 +121,11 @@ class ReconcilerRunner:
                     await self._wait_for_slot(wake)
                     continue
                 await self._sleep(wake)
-            # A graceful stop lets the rows in hand finish: a task cancelled in the middle of
-            # a transaction could leave its connection (and, on SQLite, the write lock) behind.
-            if self._inflight:
-                await asyncio.gather(*self._inflight, return_exceptions=True)
         finally:
             wakeups.unsubscribe(reconciler.name, wake)
-            self._wake = None
-            for task in self._inflight:
-                task.cancel()
-            if self._inflight:
-                await asyncio.gather(*self._inflight, return_exceptions=True)
+            await self._drain(shutdown_grace_seconds)
 
-    async def drain(self) -> int:
+    async def run_once(self) -> int:
         """Work every row that is ready now, once, and return how many were worked.
 
         For one-shot commands (``tenantplane billing run``): no sleeping, no polling. A row
@@ -156,6 +147,16 @@ class ReconcilerRunner:
             seen.update(lease.row_id for lease in fresh)
             await asyncio.gather(*(self._work(lease) for lease in fresh))
 
+    async def _drain(self, grace_seconds: float) -> None:
+        # Cancelling a task inside a transaction can strand its connection (on SQLite, with
+        # the write lock held): rows in hand are finished, and only cancelled after a grace.
+        if not self._inflight:
+            return
+        _, late = await asyncio.wait(set(self._inflight), timeout=grace_seconds)
+        for task in late:
+            task.cancel()
+        await asyncio.gather(*late, return_exceptions=True)
+
     def _finished(self, wake: asyncio.Event) -> Any:
         def done(task: asyncio.Task[None]) -> None:
             self._inflight.discard(task)
@@ -165,7 +166,7 @@ class ReconcilerRunner:
         return done
 
     async def _wait_for_slot(self, wake: asyncio.Event) -> None:
-        if len(self._inflight) >= self.reconciler.concurrency:
+        if len(self._inflight) >= self.reconciler.concurrency and not self._stopping.is_set():
             await wake.wait()
 
     async def _sleep(self, wake: asyncio.Event) -> None:
@@ -177,6 +178,8 @@ class ReconcilerRunner:
             due = None
         if due is not None:
             timeout = min(timeout, max((due - utcnow()).total_seconds(), 0.0))
+        if self._stopping.is_set():
+            return
         # A floor keeps a row that another process is leasing right now from spinning us.
         timeout = max(timeout, 0.01)
         with contextlib.suppress(TimeoutError):
@@ -216,6 +219,8 @@ class Supervisor:
         idle_poll_seconds: float = 5.0,
     ) -> None:
         owner = process_identity()
+        self.database = database
+        self._listener: asyncio.Task[None] | None = None
         self.runners = [
             ReconcilerRunner(database, reconciler, owner=owner, idle_poll_seconds=idle_poll_seconds)
             for reconciler in reconcilers
@@ -223,19 +228,27 @@ class Supervisor:
         self._tasks: list[asyncio.Task[None]] = []
 
     def start(self) -> None:
+        if not self.database.is_sqlite and self.runners:
+            from tenantplane.reconcile.listener import listen
+
+            url = self.database.engine.url.render_as_string(hide_password=False)
+            self._listener = asyncio.create_task(listen(url, wakeups.wake), name="reconcile-hints")
         self._tasks = [
             asyncio.create_task(runner.run(), name=f"reconciler:{runner.reconciler.name}")
             for runner in self.runners
         ]
 
-    async def stop(self, grace_seconds: float = 15.0) -> None:
-        """Ask every runner to finish its work in hand; cancel what is still running after
-        ``grace_seconds`` (leases of cancelled work expire and are taken over)."""
+    async def stop(self, grace_seconds: float = 10.0) -> None:
+        """Graceful: runners finish the rows in hand; cancelled only after the grace."""
         for runner in self.runners:
-            runner.request_stop()
+            runner.stop()
+        if self._listener is not None:
+            self._listener.cancel()
+            await asyncio.gather(self._listener, return_exceptions=True)
+            self._listener = None
         if self._tasks:
-            _, pending = await asyncio.wait(self._tasks, timeout=grace_seconds)
-            for task in pending:
+            _, late = await asyncio.wait(self._tasks, timeout=grace_seconds + 1)
+            for task in late:
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []

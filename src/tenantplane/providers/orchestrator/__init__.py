@@ -1,0 +1,68 @@
+"""The orchestrator port: what the cluster reconciler asks of whatever runs clusters.
+
+Both calls are idempotent and return what is observed now; the reconciler calls them again
+until the observation settles. ``simulator`` (the default) behaves like vCluster on a host
+cluster; a Kubernetes adapter implements the same protocol.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    uid: str
+    name: str
+    tenant: str
+    version: str  # "<major>.<minor>"
+    patch: int  # the patch the catalogue deploys for that minor
+    high_availability: bool
+    cpu: str
+    memory: str
+    storage: str
+
+
+@dataclass(frozen=True)
+class Replicas:
+    desired: int
+    ready: int
+
+
+class Stage:
+    """Where a cluster's deployment stands, as the orchestrator reports it."""
+
+    creating = "creating"
+    ready = "ready"  # the API server serves (replicas may still be scaling up)
+    upgrading = "upgrading"
+    deleting = "deleting"
+    gone = "gone"
+
+
+@dataclass(frozen=True)
+class Observation:
+    stage: str
+    version: str = ""  # minor currently running
+    kubernetes_version: str = ""  # "v1.33.5"
+    endpoint: str = ""
+    certificate_authority: str = ""  # base64 of the PEM CA certificate
+    control_plane: Replicas = Replicas(0, 0)
+    etcd: Replicas = Replicas(0, 0)
+    # Nothing is in progress: the next look can wait for the resync interval.
+    settled: bool = False
+    message: str = ""
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def api_available(self) -> bool:
+        quorum = self.etcd.desired // 2 + 1
+        return self.control_plane.ready >= 1 and self.etcd.ready >= quorum
+
+
+class Orchestrator(Protocol):
+    async def apply(self, spec: ClusterSpec) -> Observation:
+        """Create the cluster or move it towards ``spec``; report what is observed."""
+
+    async def delete(self, uid: str) -> Observation:
+        """Tear the cluster down; ``Stage.gone`` once nothing is left."""

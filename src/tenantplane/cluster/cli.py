@@ -1,0 +1,118 @@
+"""`tenantplane simulator …`: operator fault injection into simulated clusters."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import asdict
+from typing import Annotated, Literal
+
+import typer
+from sqlalchemy import update
+
+from tenantplane.cluster.models import Cluster
+from tenantplane.cluster.repository import ClusterRepository
+from tenantplane.config import Settings
+from tenantplane.db.base import utcnow
+from tenantplane.db.engine import Database
+from tenantplane.providers.orchestrator import Observation
+from tenantplane.providers.orchestrator.simulator import (
+    SimulatorOrchestrator,
+    UnknownSimulatedCluster,
+)
+
+simulator_app = typer.Typer(
+    help="Inject faults into simulated clusters (TENANTPLANE_ORCHESTRATOR=simulator).",
+    no_args_is_help=True,
+)
+
+ComponentOption = Annotated[str, typer.Option(help="Which replicas fail: control-plane or etcd.")]
+
+
+async def _cluster_uid(database: Database, tenant: str, name: str) -> str:
+    async with database.transaction() as session:
+        cluster = await ClusterRepository.from_session(session).find(tenant, name)
+        if cluster is None:
+            raise typer.BadParameter(f"no cluster {name} in tenant {tenant}")
+        return cluster.uid
+
+
+async def _nudge(database: Database, uid: str) -> None:
+    """Ask the cluster reconciler to observe this cluster now (whatever process runs it)."""
+    async with database.transaction() as session:
+        await session.execute(
+            update(Cluster).where(Cluster.uid == uid).values(reconcile_at=utcnow())
+        )
+
+
+def _run(
+    tenant: str, name: str, action: Literal["fail", "recover", "show"], **options: object
+) -> None:
+    settings = Settings()
+
+    async def work() -> Observation | dict[str, object]:
+        database = Database.connect(settings.database_url)
+        try:
+            uid = await _cluster_uid(database, tenant, name)
+            simulator = SimulatorOrchestrator(database, settings.simulator_step_seconds)
+            if action == "show":
+                state = await simulator.state(uid)
+                if state is None:
+                    raise typer.BadParameter("the simulator has not provisioned this cluster yet")
+                return {
+                    column.name: getattr(state, column.name)
+                    for column in state.__table__.columns
+                    if column.name != "certificate_authority"
+                }
+            if action == "fail":
+                component = options["component"]
+                assert component in ("control-plane", "etcd")
+                observation = await simulator.fail_replicas(
+                    uid, component, int(str(options["count"]))
+                )
+            else:
+                observation = await simulator.recover(uid)
+            await _nudge(database, uid)
+            return observation
+        finally:
+            await database.dispose()
+
+    try:
+        result = asyncio.run(work())
+    except UnknownSimulatedCluster as exc:
+        raise typer.BadParameter("the simulator has no running deployment of this cluster") from exc
+    if isinstance(result, Observation):
+        summary = {
+            "stage": result.stage,
+            "controlPlane": asdict(result.control_plane),
+            "etcd": asdict(result.etcd),
+            "message": result.message,
+        }
+        typer.echo(json.dumps(summary))
+    else:
+        typer.echo(json.dumps(result, default=str))
+
+
+@simulator_app.command("fail-replica")
+def fail_replica(
+    tenant: str,
+    cluster: str,
+    component: ComponentOption = "control-plane",
+    count: Annotated[int, typer.Option(min=1, max=3, help="How many replicas fail.")] = 1,
+) -> None:
+    """Make replicas of a cluster unready (they stay down until `recover`)."""
+    if component not in ("control-plane", "etcd"):
+        raise typer.BadParameter("component must be control-plane or etcd")
+    _run(tenant, cluster, "fail", component=component, count=count)
+
+
+@simulator_app.command("recover")
+def recover(tenant: str, cluster: str) -> None:
+    """Restart failed replicas; they become Ready again one per simulator step."""
+    _run(tenant, cluster, "recover")
+
+
+@simulator_app.command("show")
+def show(tenant: str, cluster: str) -> None:
+    """Print the simulated deployment's state (replicas, stage, operation counters)."""
+    _run(tenant, cluster, "show")

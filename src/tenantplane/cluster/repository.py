@@ -1,0 +1,105 @@
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import Select, func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tenantplane.cluster.models import Cluster, ClusterHistory
+from tenantplane.tenant.models import Tenant
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What a tenant's clusters hold of its plan (Terminating clusters included)."""
+
+    clusters: int
+    cpu_millicores: int
+    memory_bytes: int
+    storage_bytes: int
+
+
+class ClusterRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    @classmethod
+    def from_session(cls, session: AsyncSession) -> ClusterRepository:
+        return cls(session)
+
+    @property
+    def _locks_rows(self) -> bool:
+        return self.session.get_bind().dialect.name != "sqlite"
+
+    def _readable(self, tenant_id: int) -> Select[Cluster]:
+        """Every tenant-facing query starts here: the tenant scope lives in one place."""
+        return select(Cluster).where(Cluster.tenant_id == tenant_id)
+
+    async def list(self, tenant_id: int) -> Sequence[Cluster]:
+        statement = self._readable(tenant_id).order_by(Cluster.created_at, Cluster.id)
+        return (await self.session.execute(statement)).scalars().all()
+
+    async def get(self, tenant_id: int, name: str, *, for_update: bool = False) -> Cluster | None:
+        """One cluster; ``for_update`` locks its row on PostgreSQL until commit (SQLite's
+        transactions already run one writer at a time)."""
+        statement = self._readable(tenant_id).where(Cluster.name == name)
+        if for_update and self._locks_rows:
+            statement = statement.with_for_update()
+        return (await self.session.execute(statement)).scalar_one_or_none()
+
+    async def get_leased(self, cluster_id: int, lock_token: str) -> Cluster | None:
+        """The row a reconciler holds, locked (reconciler side: no tenant scope)."""
+        statement = (
+            select(Cluster)
+            .where(Cluster.id == cluster_id, Cluster.lock_token == lock_token)
+            .execution_options(populate_existing=True)
+        )
+        if self._locks_rows:
+            statement = statement.with_for_update()
+        return (await self.session.execute(statement)).scalar_one_or_none()
+
+    async def get_by_id(self, cluster_id: int) -> Cluster | None:
+        return await self.session.get(Cluster, cluster_id)
+
+    async def find(self, tenant_name: str, name: str) -> Cluster | None:
+        """A cluster by tenant and cluster name (operator tools)."""
+        statement = (
+            select(Cluster)
+            .join(Tenant, Tenant.id == Cluster.tenant_id)
+            .where(Tenant.name == tenant_name, Cluster.name == name)
+        )
+        return (await self.session.execute(statement)).scalar_one_or_none()
+
+    async def lock_tenant(self, tenant_id: int) -> Tenant | None:
+        """Serialise plan-limit checks of one tenant (two creates must not both fit)."""
+        statement = select(Tenant).where(Tenant.id == tenant_id)
+        if self._locks_rows:
+            statement = statement.with_for_update()
+        return (await self.session.execute(statement)).scalar_one_or_none()
+
+    async def usage(self, tenant_id: int, *, excluding: int | None = None) -> Usage:
+        statement = select(
+            func.count(Cluster.id),
+            func.coalesce(func.sum(Cluster.cpu_millicores), 0),
+            func.coalesce(func.sum(Cluster.memory_bytes), 0),
+            func.coalesce(func.sum(Cluster.storage_bytes), 0),
+        ).where(Cluster.tenant_id == tenant_id)
+        if excluding is not None:
+            statement = statement.where(Cluster.id != excluding)
+        count, cpu, memory, storage = (await self.session.execute(statement)).one()
+        return Usage(int(count), int(cpu), int(memory), int(storage))
+
+    def add(self, cluster: Cluster) -> None:
+        self.session.add(cluster)
+
+    def record(self, entry: ClusterHistory) -> None:
+        self.session.add(entry)
+
+    async def history(self, cluster_uid: str) -> Sequence[ClusterHistory]:
+        statement = (
+            select(ClusterHistory)
+            .where(ClusterHistory.cluster_uid == cluster_uid)
+            .order_by(ClusterHistory.at, ClusterHistory.id)
+        )
+        return (await self.session.execute(statement)).scalars().all()

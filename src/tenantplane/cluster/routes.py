@@ -1,0 +1,139 @@
+from __future__ import annotations
+
+import math
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request, Response, status
+
+from tenantplane.catalogue.plans import load_plans
+from tenantplane.catalogue.versions import load_versions
+from tenantplane.cluster import service
+from tenantplane.cluster.schemas import (
+    ClusterCreate,
+    ClusterRead,
+    ClusterUpdate,
+    ConnectionDetails,
+    VersionList,
+    VersionRead,
+)
+from tenantplane.config import Settings
+from tenantplane.db.session import SessionDep
+from tenantplane.http.auth import AnyCaller, TenantAdmin, TenantMember
+from tenantplane.http.errors import error_responses
+from tenantplane.http.etag import IfMatch, set_etag
+from tenantplane.http.names import path_name
+from tenantplane.http.schemas import ItemList
+
+router = APIRouter(prefix="/tenants/{tenant}/clusters", tags=["clusters"])
+versions_router = APIRouter(tags=["clusters"])
+
+
+def catalogues(request: Request) -> service.Catalogues:
+    settings: Settings = request.app.state.settings
+    return service.Catalogues(
+        load_plans(settings.plans_file), load_versions(settings.versions_file)
+    )
+
+
+CataloguesDep = Annotated[service.Catalogues, Depends(catalogues)]
+
+
+def _cluster_name(name: str) -> str:
+    return path_name(name, what="cluster")
+
+
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    response_model_exclude_none=True,
+    responses=error_responses(409),
+)
+async def create_cluster(
+    principal: TenantAdmin,
+    body: ClusterCreate,
+    session: SessionDep,
+    catalogues: CataloguesDep,
+    response: Response,
+) -> ClusterRead:
+    cluster, warnings = await service.create(session, principal.tenant_id, body, catalogues)
+    set_etag(response, cluster.resource_version)
+    response.headers["Location"] = f"clusters/{cluster.name}"
+    return ClusterRead.of(cluster, warnings)
+
+
+@router.get("", response_model_exclude_none=True)
+async def list_clusters(principal: TenantMember, session: SessionDep) -> ItemList[ClusterRead]:
+    clusters = await service.list_clusters(session, principal.tenant_id)
+    return ItemList[ClusterRead](items=[ClusterRead.of(cluster) for cluster in clusters])
+
+
+@router.get("/{name}", response_model_exclude_none=True, responses=error_responses(404))
+async def get_cluster(
+    principal: TenantMember, name: str, session: SessionDep, response: Response
+) -> ClusterRead:
+    cluster = await service.get(session, principal.tenant_id, _cluster_name(name))
+    set_etag(response, cluster.resource_version)
+    return ClusterRead.of(cluster)
+
+
+@router.patch("/{name}", response_model_exclude_none=True, responses=error_responses(404, 409, 412))
+async def update_cluster(
+    principal: TenantAdmin,
+    name: str,
+    body: ClusterUpdate,
+    session: SessionDep,
+    catalogues: CataloguesDep,
+    response: Response,
+    if_match: IfMatch = None,
+) -> ClusterRead:
+    cluster = await service.update(
+        session, principal.tenant_id, _cluster_name(name), body, if_match, catalogues
+    )
+    set_etag(response, cluster.resource_version)
+    return ClusterRead.of(cluster)
+
+
+@router.delete(
+    "/{name}",
+    status_code=status.HTTP_202_ACCEPTED,
+    response_model_exclude_none=True,
+    responses=error_responses(404, 412),
+)
+async def delete_cluster(
+    principal: TenantAdmin,
+    name: str,
+    session: SessionDep,
+    response: Response,
+    if_match: IfMatch = None,
+) -> ClusterRead:
+    cluster = await service.delete(session, principal.tenant_id, _cluster_name(name), if_match)
+    set_etag(response, cluster.resource_version)
+    return ClusterRead.of(cluster)
+
+
+@router.get("/{name}/connection-details", responses=error_responses(404))
+async def get_connection_details(
+    principal: TenantMember, name: str, session: SessionDep, request: Request
+) -> ConnectionDetails:
+    cluster = await service.get(session, principal.tenant_id, _cluster_name(name))
+    settings: Settings = request.app.state.settings
+    retry_after = max(1, math.ceil(settings.simulator_step_seconds))
+    return service.connection_details(cluster, retry_after)
+
+
+@versions_router.get("/versions")
+async def list_versions(_: AnyCaller, catalogues: CataloguesDep) -> VersionList:
+    """Supported Kubernetes versions for clusters (any authenticated caller)."""
+    versions = catalogues.versions
+    return VersionList(
+        default=versions.default,
+        items=[
+            VersionRead(
+                version=entry.version,
+                kubernetes_version=entry.kubernetes_version,
+                default=entry.version == versions.default,
+                retiring=entry.version == versions.oldest.version,
+            )
+            for entry in versions.versions
+        ],
+    )

@@ -1,0 +1,144 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field, StrictBool, field_validator
+
+from tenantplane.cluster.models import Cluster
+from tenantplane.cluster.quantity import BYTE_UNIT, QuantityError, positive_amount
+from tenantplane.http.names import ResourceName
+from tenantplane.http.schemas import InputModel, OutputModel
+
+
+class ResourcesInput(InputModel):
+    """cpu, memory, storage in Kubernetes quantity format; omitted ones take the defaults."""
+
+    cpu: str | None = None
+    memory: str | None = None
+    storage: str | None = None
+
+    @field_validator("cpu", "memory", "storage")
+    @classmethod
+    def _quantity(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                positive_amount(value, BYTE_UNIT)
+            except QuantityError as exc:
+                raise ValueError(str(exc)) from exc
+        return value
+
+
+class ClusterCreate(InputModel):
+    name: ResourceName
+    # Deprecated: accepted and ignored (always equal to name in responses).
+    display_name: str | None = None
+    # Checked by the service, which answers CLUSTER_DEDICATED_UNSUPPORTED for dedicated.
+    type: str = "shared"
+    version: str | None = None
+    high_availability: StrictBool = False
+    resources: ResourcesInput | None = None
+    alerts: dict[str, Any] | None = None
+
+
+class ClusterUpdate(InputModel):
+    """Every field optional; only those present are considered."""
+
+    name: str | None = None
+    display_name: str | None = None
+    type: str | None = None
+    version: str | None = None
+    high_availability: StrictBool | None = None
+    resources: ResourcesInput | None = None
+    alerts: dict[str, Any] | None = None
+
+
+class Warning(OutputModel):
+    code: str
+    field: str
+    message: str
+    severity: str = "warning"
+
+
+class ResourcesRead(OutputModel):
+    cpu: str
+    memory: str
+    storage: str
+
+
+class ClusterStatusRead(OutputModel):
+    phase: str
+    endpoint: str
+    kubernetes_version: str
+    conditions: list[dict[str, Any]]
+    metrics: dict[str, Any]
+    ha_configured: bool
+    ha_enabled_at: datetime | None
+    ha_phase: str
+    ha_replicas_desired: int
+    ha_replicas_ready: int
+    ha_etcd_replicas_desired: int
+    ha_etcd_replicas_ready: int
+
+
+class ClusterRead(OutputModel):
+    name: str
+    display_name: str
+    type: str
+    version: str
+    high_availability: bool
+    resources: ResourcesRead
+    alerts: dict[str, Any]
+    created_at: datetime
+    resource_version: str
+    status: ClusterStatusRead
+    warnings: list[Warning] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, cluster: Cluster, warnings: list[Warning] | None = None) -> ClusterRead:
+        desired = 3 if cluster.high_availability else 0
+        return cls(
+            name=cluster.name,
+            display_name=cluster.name,
+            type=cluster.type,
+            version=cluster.version,
+            high_availability=cluster.high_availability,
+            resources=ResourcesRead(
+                cpu=cluster.cpu, memory=cluster.memory, storage=cluster.storage
+            ),
+            alerts=cluster.alerts,
+            created_at=cluster.created_at,
+            resource_version=str(cluster.resource_version),
+            status=ClusterStatusRead(
+                phase=cluster.phase,
+                endpoint=cluster.endpoint,
+                kubernetes_version=cluster.kubernetes_version,
+                conditions=cluster.conditions,
+                metrics=cluster.metrics,
+                ha_configured=cluster.ha_configured,
+                ha_enabled_at=cluster.ha_enabled_at,
+                ha_phase=cluster.ha_phase,
+                ha_replicas_desired=desired,
+                ha_replicas_ready=cluster.ha_replicas_ready,
+                ha_etcd_replicas_desired=desired,
+                ha_etcd_replicas_ready=cluster.ha_etcd_replicas_ready,
+            ),
+            warnings=warnings or [],
+        )
+
+
+class ConnectionDetails(OutputModel):
+    endpoint: str
+    certificate_authority: str
+
+
+class VersionRead(OutputModel):
+    version: str
+    kubernetes_version: str
+    default: bool
+    retiring: bool
+
+
+class VersionList(OutputModel):
+    default: str
+    items: list[VersionRead]

@@ -1,0 +1,378 @@
+"""Cluster business rules: validation, plan limits, version upgrades, deletion.
+
+The request path only writes desired state (and the history); the reconciler does the rest.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tenantplane.catalogue.plans import PlanCatalogue, PlanLimits, Resources
+from tenantplane.catalogue.versions import VersionCatalogue, parse_minor
+from tenantplane.cluster.models import (
+    Cluster,
+    ClusterEvent,
+    ClusterHistory,
+    ClusterPhase,
+    HaPhase,
+)
+from tenantplane.cluster.quantity import BYTE_UNIT, CPU_UNIT, positive_amount
+from tenantplane.cluster.reconciler import CLUSTERS
+from tenantplane.cluster.repository import ClusterRepository, Usage
+from tenantplane.cluster.schemas import (
+    ClusterCreate,
+    ClusterUpdate,
+    ConnectionDetails,
+    ResourcesInput,
+    Warning,
+)
+from tenantplane.db.base import utcnow
+from tenantplane.http.errors import (
+    ApiError,
+    Conflict,
+    Forbidden,
+    NotFound,
+    ServiceUnavailable,
+    ValidationFailed,
+)
+from tenantplane.http.etag import check_if_match
+from tenantplane.reconcile.hints import wake_after_commit
+
+SHARED = "shared"
+DEDICATED = "dedicated"
+CONNECTABLE_PHASES = {ClusterPhase.running.value, ClusterPhase.upgrading.value}
+
+
+@dataclass(frozen=True)
+class Catalogues:
+    plans: PlanCatalogue
+    versions: VersionCatalogue
+
+
+@dataclass(frozen=True)
+class Amounts:
+    cpu: str
+    memory: str
+    storage: str
+    cpu_millicores: int
+    memory_bytes: int
+    storage_bytes: int
+
+
+# -- validation --------------------------------------------------------------------------
+
+
+def check_type(value: str) -> None:
+    if value == DEDICATED:
+        raise ValidationFailed(
+            "dedicated clusters are reserved and not yet available; use shared",
+            field="type",
+            code="CLUSTER_DEDICATED_UNSUPPORTED",
+        )
+    if value != SHARED:
+        raise ValidationFailed("type must be shared", field="type")
+
+
+def resolve_version(requested: str | None, versions: VersionCatalogue) -> str:
+    if requested is None:
+        return versions.default
+    if versions.get(requested) is None:
+        supported = ", ".join(entry.version for entry in versions.versions)
+        raise ValidationFailed(
+            f"version {requested!r} is not supported; supported: {supported}",
+            field="version",
+            code="VERSION_UNSUPPORTED",
+        )
+    return requested
+
+
+def create_warnings(
+    high_availability: bool, version: str, versions: VersionCatalogue
+) -> list[Warning]:
+    if high_availability and version == versions.oldest.version:
+        return [
+            Warning(
+                code="HA_K8S_VERSION_RETIRING",
+                field="version",
+                message=(
+                    f"Kubernetes {version} is the oldest supported version and will be retired; "
+                    "plan an upgrade of this HA cluster"
+                ),
+            )
+        ]
+    return []
+
+
+def amounts_of(requested: ResourcesInput | None, base: Resources) -> Amounts:
+    """Requested quantities over ``base`` (defaults on create, current values on resize)."""
+    cpu = requested.cpu if requested and requested.cpu is not None else base.cpu
+    memory = requested.memory if requested and requested.memory is not None else base.memory
+    storage = requested.storage if requested and requested.storage is not None else base.storage
+    return Amounts(
+        cpu=cpu,
+        memory=memory,
+        storage=storage,
+        cpu_millicores=positive_amount(cpu, CPU_UNIT),
+        memory_bytes=positive_amount(memory, BYTE_UNIT),
+        storage_bytes=positive_amount(storage, BYTE_UNIT),
+    )
+
+
+def check_plan_limits(
+    plan: str, limits: PlanLimits, usage: Usage, amounts: Amounts, *, new_cluster: bool
+) -> None:
+    """403 PLAN_LIMIT_EXCEEDED naming the first dimension that would go over its limit."""
+    if new_cluster and usage.clusters + 1 > limits.clusters:
+        raise _limit("clusters", f"plan {plan} allows at most {limits.clusters} clusters")
+    pools = (
+        (
+            "resources.cpu",
+            usage.cpu_millicores + amounts.cpu_millicores,
+            limits.cpu_millicores,
+            f"cpu {limits.cpu}",
+        ),
+        (
+            "resources.memory",
+            usage.memory_bytes + amounts.memory_bytes,
+            limits.memory_bytes,
+            f"memory {limits.memory}",
+        ),
+        (
+            "resources.storage",
+            usage.storage_bytes + amounts.storage_bytes,
+            limits.storage_bytes,
+            f"storage {limits.storage}",
+        ),
+    )
+    for field, total, limit, label in pools:
+        if total > limit:
+            raise _limit(field, f"plan {plan} allows {label} across all clusters of the tenant")
+
+
+def _limit(field: str, message: str) -> ApiError:
+    return Forbidden(f"plan limit exceeded: {message}", code="PLAN_LIMIT_EXCEEDED", field=field)
+
+
+def check_upgrade(cluster: Cluster, target: str, versions: VersionCatalogue) -> None:
+    resolve_version(target, versions)
+    current, wanted = parse_minor(cluster.version), parse_minor(target)
+    assert current is not None
+    assert wanted is not None
+    if wanted < current:
+        raise ValidationFailed(
+            f"cannot downgrade from {cluster.version} to {target}",
+            field="version",
+            code="VERSION_DOWNGRADE_UNSUPPORTED",
+        )
+    if wanted != (current[0], current[1] + 1):
+        raise ValidationFailed(
+            f"upgrade one minor version at a time: from {cluster.version} the next is "
+            f"{current[0]}.{current[1] + 1}",
+            field="version",
+            code="VERSION_SKIP_UNSUPPORTED",
+        )
+    running = cluster.kubernetes_version.removeprefix("v").rsplit(".", 1)[0]
+    if cluster.phase != ClusterPhase.running.value or running != cluster.version:
+        raise Conflict(
+            f"the cluster is {cluster.phase}; a version change starts from Running",
+            code="CLUSTER_BUSY",
+            field="version",
+        )
+
+
+# -- use cases ---------------------------------------------------------------------------
+
+
+async def create(
+    session: AsyncSession, tenant_id: int, body: ClusterCreate, catalogues: Catalogues
+) -> tuple[Cluster, list[Warning]]:
+    check_type(body.type)
+    version = resolve_version(body.version, catalogues.versions)
+    warnings = create_warnings(body.high_availability, version, catalogues.versions)
+    amounts = amounts_of(body.resources, catalogues.plans.defaults.resources)
+    repository = ClusterRepository.from_session(session)
+    tenant = await repository.lock_tenant(tenant_id)
+    if tenant is None:
+        raise NotFound("tenant")
+    if await repository.get(tenant_id, body.name) is not None:
+        raise Conflict(f"cluster {body.name} already exists", field="name")
+    check_plan_limits(
+        tenant.plan.value,
+        catalogues.plans.limits(tenant.plan),
+        await repository.usage(tenant_id),
+        amounts,
+        new_cluster=True,
+    )
+    now = utcnow()
+    cluster = Cluster(
+        uid=uuid.uuid4().hex,
+        tenant_id=tenant_id,
+        name=body.name,
+        created_at=now,
+        type=SHARED,
+        version=version,
+        high_availability=body.high_availability,
+        cpu=amounts.cpu,
+        memory=amounts.memory,
+        storage=amounts.storage,
+        cpu_millicores=amounts.cpu_millicores,
+        memory_bytes=amounts.memory_bytes,
+        storage_bytes=amounts.storage_bytes,
+        alerts=body.alerts or {},
+        generation=1,
+        phase=ClusterPhase.pending.value,
+        ha_phase=HaPhase.pending.value if body.high_availability else HaPhase.none.value,
+        reconcile_at=now,
+    )
+    repository.add(cluster)
+    try:
+        await session.flush()
+    except IntegrityError as exc:
+        raise Conflict(f"cluster {body.name} already exists", field="name") from exc
+    repository.record(ClusterHistory.snapshot(cluster, ClusterEvent.created, now))
+    wake_after_commit(session, CLUSTERS)
+    return cluster, warnings
+
+
+async def list_clusters(session: AsyncSession, tenant_id: int) -> Sequence[Cluster]:
+    return await ClusterRepository.from_session(session).list(tenant_id)
+
+
+async def get(session: AsyncSession, tenant_id: int, name: str) -> Cluster:
+    cluster = await ClusterRepository.from_session(session).get(tenant_id, name)
+    if cluster is None:
+        raise NotFound("cluster")
+    return cluster
+
+
+_NOT_NULL = ("name", "type", "version", "high_availability", "resources", "alerts")
+
+
+def _field_alias(name: str) -> str:
+    return ClusterUpdate.model_fields[name].alias or name
+
+
+def _check_update_shape(cluster: Cluster, body: ClusterUpdate) -> None:
+    fields = body.model_fields_set
+    if not fields:
+        raise ValidationFailed(
+            "the request names no updatable field", field=None, code="NO_UPDATABLE_FIELDS"
+        )
+    for name in _NOT_NULL:
+        if name in fields and getattr(body, name) is None:
+            raise ValidationFailed(
+                f"{_field_alias(name)} must not be null", field=_field_alias(name)
+            )
+    for name, current in (("name", cluster.name), ("type", cluster.type)):
+        if name in fields and getattr(body, name) != current:
+            raise ValidationFailed(f"{name} cannot be changed", field=name, code="FIELD_IMMUTABLE")
+    if "high_availability" in fields and body.high_availability != cluster.high_availability:
+        raise ValidationFailed(
+            "highAvailability is set at creation only; it cannot be enabled or disabled "
+            "on an existing cluster",
+            field="highAvailability",
+            code="HA_ENABLE_ON_EXISTING_UNSUPPORTED",
+        )
+
+
+async def update(
+    session: AsyncSession,
+    tenant_id: int,
+    name: str,
+    body: ClusterUpdate,
+    if_match: str | None,
+    catalogues: Catalogues,
+) -> Cluster:
+    repository = ClusterRepository.from_session(session)
+    cluster = await repository.get(tenant_id, name, for_update=True)
+    if cluster is None:
+        raise NotFound("cluster")
+    check_if_match(if_match, cluster.resource_version)
+    _check_update_shape(cluster, body)
+    if cluster.is_terminating:
+        raise Conflict("the cluster is being deleted", code="CLUSTER_TERMINATING")
+    changed = False
+    if body.version is not None and body.version != cluster.version:
+        check_upgrade(cluster, body.version, catalogues.versions)
+        cluster.version = body.version
+        changed = True
+    if body.resources is not None:
+        changed |= await _resize(repository, cluster, body.resources, catalogues)
+    if body.alerts is not None and body.alerts != cluster.alerts:
+        cluster.alerts = body.alerts
+        changed = True
+    if changed:
+        now = utcnow()
+        cluster.generation += 1
+        cluster.reconcile_at = now
+        await session.flush()
+        repository.record(ClusterHistory.snapshot(cluster, ClusterEvent.spec_changed, now))
+        wake_after_commit(session, CLUSTERS)
+    return cluster
+
+
+async def _resize(
+    repository: ClusterRepository,
+    cluster: Cluster,
+    requested: ResourcesInput,
+    catalogues: Catalogues,
+) -> bool:
+    current = Resources(cpu=cluster.cpu, memory=cluster.memory, storage=cluster.storage)
+    amounts = amounts_of(requested, current)
+    if (amounts.cpu, amounts.memory, amounts.storage) == (
+        cluster.cpu,
+        cluster.memory,
+        cluster.storage,
+    ):
+        return False
+    tenant = await repository.lock_tenant(cluster.tenant_id)
+    assert tenant is not None
+    check_plan_limits(
+        tenant.plan.value,
+        catalogues.plans.limits(tenant.plan),
+        await repository.usage(cluster.tenant_id, excluding=cluster.id),
+        amounts,
+        new_cluster=False,
+    )
+    cluster.cpu, cluster.memory, cluster.storage = amounts.cpu, amounts.memory, amounts.storage
+    cluster.cpu_millicores = amounts.cpu_millicores
+    cluster.memory_bytes = amounts.memory_bytes
+    cluster.storage_bytes = amounts.storage_bytes
+    return True
+
+
+async def delete(session: AsyncSession, tenant_id: int, name: str, if_match: str | None) -> Cluster:
+    """Request deletion: Terminating at once, gone once the orchestrator has torn it down."""
+    repository = ClusterRepository.from_session(session)
+    cluster = await repository.get(tenant_id, name, for_update=True)
+    if cluster is None:
+        raise NotFound("cluster")
+    check_if_match(if_match, cluster.resource_version)
+    if cluster.is_terminating:
+        return cluster
+    now = utcnow()
+    cluster.deletion_requested_at = now
+    cluster.phase = ClusterPhase.terminating.value
+    cluster.generation += 1
+    cluster.reconcile_at = now
+    await session.flush()
+    repository.record(ClusterHistory.snapshot(cluster, ClusterEvent.phase_changed, now))
+    wake_after_commit(session, CLUSTERS)
+    return cluster
+
+
+def connection_details(cluster: Cluster, retry_after: int) -> ConnectionDetails:
+    if cluster.phase not in CONNECTABLE_PHASES or not cluster.endpoint:
+        raise ServiceUnavailable(
+            f"the cluster is {cluster.phase}; connection details are available once it is Running",
+            code="CLUSTER_NOT_READY",
+            retry_after=retry_after,
+        )
+    return ConnectionDetails(
+        endpoint=cluster.endpoint, certificate_authority=cluster.certificate_authority
+    )

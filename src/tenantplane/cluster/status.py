@@ -1,0 +1,147 @@
+"""From what the orchestrator observed to the cluster's status (pure functions)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from tenantplane.cluster.models import Cluster, ClusterPhase, HaPhase
+from tenantplane.db.base import rfc3339
+from tenantplane.providers.orchestrator import Observation, Stage
+
+HA_REPLICAS = 3
+_PHASE_OF_STAGE = {
+    Stage.creating: ClusterPhase.provisioning,
+    Stage.ready: ClusterPhase.running,
+    Stage.upgrading: ClusterPhase.upgrading,
+}
+
+
+@dataclass(frozen=True)
+class Condition:
+    type: str
+    status: bool
+    reason: str
+    message: str
+
+
+def phase_of(cluster: Cluster, observation: Observation) -> str:
+    if cluster.is_terminating:
+        return ClusterPhase.terminating.value
+    phase = _PHASE_OF_STAGE.get(observation.stage)
+    return phase.value if phase is not None else cluster.phase
+
+
+def ha_phase_of(high_availability: bool, configured: bool, observation: Observation) -> str:
+    if not high_availability:
+        return HaPhase.none.value
+    if not configured:
+        return HaPhase.pending.value
+    if observation.control_plane.ready >= HA_REPLICAS and observation.etcd.ready >= HA_REPLICAS:
+        return HaPhase.healthy.value
+    if observation.api_available:
+        return HaPhase.degraded.value
+    return HaPhase.unavailable.value
+
+
+def _conditions(
+    cluster: Cluster, phase: str, ha_phase: str, observation: Observation
+) -> list[Condition]:
+    serving = observation.stage in (Stage.ready, Stage.upgrading)
+    available = serving and observation.api_available
+    ready = available and phase in (ClusterPhase.running, ClusterPhase.upgrading)
+    conditions = [
+        Condition(
+            "Ready",
+            ready,
+            phase if (ready or phase != ClusterPhase.running) else "ControlPlaneUnavailable",
+            observation.message,
+        ),
+        Condition(
+            "ControlPlaneAvailable",
+            available,
+            "QuorumReady" if available else "QuorumNotReady",
+            observation.message,
+        ),
+        Condition(
+            "VersionUpToDate",
+            serving and observation.version == cluster.version and phase != ClusterPhase.upgrading,
+            "UpgradeInProgress" if phase == ClusterPhase.upgrading else "Observed",
+            f"running {observation.kubernetes_version or 'nothing yet'}, desired {cluster.version}",
+        ),
+    ]
+    if cluster.high_availability:
+        reasons = {
+            HaPhase.pending.value: "HAPending",
+            HaPhase.healthy.value: "HAHealthy",
+            HaPhase.degraded.value: "HADegraded",
+            HaPhase.unavailable.value: "HAUnavailable",
+        }
+        conditions.append(
+            Condition(
+                "HighAvailability",
+                ha_phase == HaPhase.healthy.value,
+                reasons[ha_phase],
+                observation.message,
+            )
+        )
+    return conditions
+
+
+def render_conditions(
+    previous: list[dict[str, Any]], conditions: list[Condition], now: datetime
+) -> list[dict[str, Any]]:
+    """Kubernetes-style conditions; lastTransitionTime moves only when status flips."""
+    before = {entry.get("type"): entry for entry in previous}
+    rendered = []
+    for condition in conditions:
+        status = "True" if condition.status else "False"
+        old = before.get(condition.type)
+        changed_at = (
+            old["lastTransitionTime"]
+            if old is not None and old.get("status") == status and "lastTransitionTime" in old
+            else rfc3339(now)
+        )
+        rendered.append(
+            {
+                "type": condition.type,
+                "status": status,
+                "reason": condition.reason,
+                "message": condition.message,
+                "lastTransitionTime": changed_at,
+            }
+        )
+    return rendered
+
+
+def observed_status(cluster: Cluster, observation: Observation, now: datetime) -> dict[str, Any]:
+    """The status columns to write for ``observation`` (only those that changed matter)."""
+    ha = cluster.high_availability
+    phase = phase_of(cluster, observation)
+    serving = observation.stage in (Stage.ready, Stage.upgrading)
+    control_plane = observation.control_plane.ready if ha else 0
+    etcd = observation.etcd.ready if ha else 0
+    first_time_healthy = ha and control_plane >= HA_REPLICAS and etcd >= HA_REPLICAS
+    configured = cluster.ha_configured or first_time_healthy
+    ha_phase = ha_phase_of(ha, configured, observation)
+    return {
+        "phase": phase,
+        "endpoint": observation.endpoint if serving else cluster.endpoint,
+        "certificate_authority": (
+            observation.certificate_authority if serving else cluster.certificate_authority
+        ),
+        "kubernetes_version": (
+            observation.kubernetes_version if serving else cluster.kubernetes_version
+        ),
+        "conditions": render_conditions(
+            cluster.conditions, _conditions(cluster, phase, ha_phase, observation), now
+        ),
+        "metrics": observation.metrics,
+        "ha_configured": configured,
+        # Set once, the first time both reach 3/3; never changed or cleared.
+        "ha_enabled_at": cluster.ha_enabled_at or (now if configured else None),
+        "ha_phase": ha_phase,
+        "ha_replicas_ready": control_plane,
+        "ha_etcd_replicas_ready": etcd,
+    }

@@ -1,0 +1,56 @@
+"""Per-cluster certificate authorities, as a vCluster deployment generates them."""
+
+from __future__ import annotations
+
+import base64
+from datetime import timedelta
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from tenantplane.db.base import utcnow
+
+CA_VALIDITY = timedelta(days=3650)
+
+
+def new_cluster_ca(common_name: str) -> str:
+    """A fresh self-signed CA certificate: PEM, base64-encoded (kubeconfig's
+    certificate-authority-data). The private key stays with the cluster (here: discarded)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name(
+        [
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, "tenantplane"),
+            x509.NameAttribute(NameOID.COMMON_NAME, common_name[:64]),
+        ]
+    )
+    now = utcnow()
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(minutes=5))
+        .not_valid_after(now + CA_VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    pem = certificate.public_bytes(serialization.Encoding.PEM)
+    return base64.b64encode(pem).decode("ascii")

@@ -1,0 +1,251 @@
+"""The simulator orchestrator: behaves like vCluster deployments on a host cluster.
+
+Each simulated deployment moves one step per ``step_seconds`` (TENANTPLANE_SIMULATOR_STEP_SECONDS),
+whether or not anyone is looking, as a real host cluster would; every call first catches up
+with the steps due since the last one. Its state is kept in ``simulator_clusters`` so that it
+survives restarts of tenantplane. Sequences (docs/clusters.md):
+
+- create: etcd and control-plane replicas become Ready one by one: etcd until quorum, the
+  first control-plane replica (the API serves: ``ready``), then the rest alternately;
+- upgrade (from ``ready`` with every replica up): each control-plane replica in turn goes
+  down and comes back on the new version; the version changes after the last one;
+- delete: replicas stop, then the deployment is gone;
+- faults (operator): ``fail_replicas`` makes replicas unready until ``recover``, after which
+  they restart and become Ready one per step.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Literal
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tenantplane.db.base import utcnow
+from tenantplane.db.engine import Database
+from tenantplane.providers.orchestrator import ClusterSpec, Observation, Replicas, Stage
+from tenantplane.providers.orchestrator.certificates import new_cluster_ca
+from tenantplane.providers.orchestrator.simulator_models import SimulatedCluster
+
+Component = Literal["control-plane", "etcd"]
+_DELETED = "deleted"
+# Steps applied in one call at most: bounds the work after a long outage.
+_MAX_STEPS_PER_CALL = 64
+
+
+def replicas_desired(high_availability: bool) -> int:
+    return 3 if high_availability else 1
+
+
+class UnknownSimulatedCluster(LookupError):
+    pass
+
+
+class SimulatorOrchestrator:
+    def __init__(
+        self, database: Database, step_seconds: float, domain: str = "clusters.tenantplane.test"
+    ) -> None:
+        self.database = database
+        self.step = timedelta(seconds=step_seconds)
+        self.domain = domain
+
+    async def apply(self, spec: ClusterSpec) -> Observation:
+        async with self.database.transaction() as session:
+            now = utcnow()
+            row = await self._get(session, spec.uid)
+            if row is None:
+                row = self._provision(spec, now)
+                session.add(row)
+                return observe(row)
+            if row.stage in (Stage.deleting, _DELETED):
+                self._advance(row, now, spec)
+                return observe(row)
+            self._advance(row, now, spec)
+            row.cpu, row.memory, row.storage = spec.cpu, spec.memory, spec.storage  # online
+            if spec.version != row.target_version and _fully_up(row) and row.stage == Stage.ready:
+                self._start_upgrade(row, spec, now)
+            return observe(row)
+
+    async def delete(self, uid: str) -> Observation:
+        async with self.database.transaction() as session:
+            now = utcnow()
+            row = await self._get(session, uid)
+            if row is None:
+                return Observation(stage=Stage.gone, settled=True)
+            self._advance(row, now, None)
+            if row.stage not in (Stage.deleting, _DELETED):
+                row.stage, row.step, row.last_step_at = Stage.deleting, 0, now
+                row.delete_count += 1
+            return observe(row)
+
+    async def fail_replicas(self, uid: str, component: Component, count: int) -> Observation:
+        async with self.database.transaction() as session:
+            row = await self._require(session, uid)
+            self._advance(row, utcnow(), None)
+            if component == "control-plane":
+                row.control_plane_failed = min(
+                    row.control_plane_up, row.control_plane_failed + count
+                )
+            else:
+                row.etcd_failed = min(row.etcd_up, row.etcd_failed + count)
+            return observe(row)
+
+    async def recover(self, uid: str) -> Observation:
+        """Failed replicas restart; they become Ready again one per step."""
+        async with self.database.transaction() as session:
+            row = await self._require(session, uid)
+            now = utcnow()
+            self._advance(row, now, None)
+            row.control_plane_up -= row.control_plane_failed
+            row.etcd_up -= row.etcd_failed
+            row.control_plane_failed = row.etcd_failed = 0
+            row.last_step_at = now
+            return observe(row)
+
+    async def state(self, uid: str) -> SimulatedCluster | None:
+        async with self.database.transaction() as session:
+            return await self._get(session, uid)
+
+    # -- internals ---------------------------------------------------------------------------
+
+    async def _get(self, session: AsyncSession, uid: str) -> SimulatedCluster | None:
+        statement = select(SimulatedCluster).where(SimulatedCluster.uid == uid)
+        if not self.database.is_sqlite:
+            statement = statement.with_for_update()
+        return (await session.execute(statement)).scalar_one_or_none()
+
+    async def _require(self, session: AsyncSession, uid: str) -> SimulatedCluster:
+        row = await self._get(session, uid)
+        if row is None or row.stage == _DELETED:
+            raise UnknownSimulatedCluster(uid)
+        return row
+
+    def _provision(self, spec: ClusterSpec, now: datetime) -> SimulatedCluster:
+        return SimulatedCluster(
+            uid=spec.uid,
+            name=spec.name,
+            high_availability=spec.high_availability,
+            stage=Stage.creating,
+            step=0,
+            last_step_at=now,
+            version=spec.version,
+            target_version=spec.version,
+            patch=spec.patch,
+            cpu=spec.cpu,
+            memory=spec.memory,
+            storage=spec.storage,
+            control_plane_up=0,
+            etcd_up=0,
+            control_plane_failed=0,
+            etcd_failed=0,
+            endpoint=f"https://{spec.name}-{spec.uid[:8]}.{self.domain}:443",
+            certificate_authority=new_cluster_ca(f"{spec.tenant}/{spec.name} cluster CA"),
+            provision_count=1,
+            upgrade_count=0,
+            delete_count=0,
+            created_at=now,
+        )
+
+    def _start_upgrade(self, row: SimulatedCluster, spec: ClusterSpec, now: datetime) -> None:
+        row.target_version, row.stage, row.step, row.last_step_at = (
+            spec.version,
+            Stage.upgrading,
+            0,
+            now,
+        )
+        row.upgrade_count += 1
+
+    def _advance(self, row: SimulatedCluster, now: datetime, spec: ClusterSpec | None) -> None:
+        for _ in range(_MAX_STEPS_PER_CALL):
+            if _settled(row):
+                row.last_step_at = now
+                return
+            if now - row.last_step_at < self.step:
+                return
+            _one_step(row, spec)
+            row.last_step_at += self.step
+
+
+def _one_step(row: SimulatedCluster, spec: ClusterSpec | None) -> None:
+    desired = replicas_desired(row.high_availability)
+    if row.stage == Stage.deleting:
+        if row.control_plane_up or row.etcd_up:
+            row.control_plane_up = row.etcd_up = 0
+            row.control_plane_failed = row.etcd_failed = 0
+        else:
+            row.stage = _DELETED
+        return
+    if row.stage == Stage.upgrading:
+        # Replace control-plane replicas one at a time: down (even step), up (odd step).
+        if row.step % 2 == 0:
+            row.control_plane_up -= 1
+        else:
+            row.control_plane_up += 1
+        row.step += 1
+        if row.step >= 2 * desired:
+            row.version = row.target_version
+            if spec is not None and spec.version == row.target_version:
+                row.patch = spec.patch
+            row.stage, row.step = Stage.ready, 0
+        return
+    quorum = desired // 2 + 1
+    if row.etcd_up < quorum:
+        row.etcd_up += 1
+    elif row.control_plane_up < 1:
+        row.control_plane_up += 1
+    elif row.etcd_up < desired and row.etcd_up <= row.control_plane_up:
+        row.etcd_up += 1
+    elif row.control_plane_up < desired:
+        row.control_plane_up += 1
+    elif row.etcd_up < desired:
+        row.etcd_up += 1
+    if row.stage == Stage.creating and row.control_plane_up >= 1 and row.etcd_up >= quorum:
+        row.stage = Stage.ready
+
+
+def _fully_up(row: SimulatedCluster) -> bool:
+    desired = replicas_desired(row.high_availability)
+    return row.control_plane_up == desired and row.etcd_up == desired
+
+
+def _settled(row: SimulatedCluster) -> bool:
+    if row.stage == _DELETED:
+        return True
+    return row.stage == Stage.ready and _fully_up(row) and row.version == row.target_version
+
+
+def observe(row: SimulatedCluster) -> Observation:
+    if row.stage == _DELETED:
+        return Observation(stage=Stage.gone, settled=True, message="deleted")
+    desired = replicas_desired(row.high_availability)
+    control_plane = Replicas(desired, max(0, row.control_plane_up - row.control_plane_failed))
+    etcd = Replicas(desired, max(0, row.etcd_up - row.etcd_failed))
+    return Observation(
+        stage=row.stage,
+        version=row.version,
+        kubernetes_version=f"v{row.version}.{row.patch}",
+        endpoint=row.endpoint,
+        certificate_authority=row.certificate_authority,
+        control_plane=control_plane,
+        etcd=etcd,
+        settled=_settled(row),
+        message=_message(row, control_plane, etcd),
+        metrics={
+            "controlPlaneReplicasReady": control_plane.ready,
+            "etcdReplicasReady": etcd.ready,
+            "allocatable": {"cpu": row.cpu, "memory": row.memory, "storage": row.storage},
+        },
+    )
+
+
+def _message(row: SimulatedCluster, control_plane: Replicas, etcd: Replicas) -> str:
+    replicas = (
+        f"control plane {control_plane.ready}/{control_plane.desired} ready, "
+        f"etcd {etcd.ready}/{etcd.desired} ready"
+    )
+    if row.stage == Stage.upgrading:
+        return f"upgrading {row.version} to {row.target_version}: {replicas}"
+    if row.stage == Stage.deleting:
+        return f"deleting: {replicas}"
+    return replicas
