@@ -14,10 +14,10 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from tenantplane import ops
 from tenantplane.alerting.routes import router as alerting_router
 from tenantplane.apikey.routes import router as apikey_router
-from tenantplane.cluster.routes import router as cluster_router
-from tenantplane.cluster.routes import versions_router as cluster_versions_router
 from tenantplane.billing.routes import router as billing_router
 from tenantplane.billing.routes import tenant_router as billing_tenant_router
+from tenantplane.cluster.routes import router as cluster_router
+from tenantplane.cluster.routes import versions_router as cluster_versions_router
 from tenantplane.config import Settings
 from tenantplane.db.engine import Database
 from tenantplane.http.body_limit import RequestBodyMiddleware

@@ -14,8 +14,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.alerting.cli import app as alerting_app
 from tenantplane.apikey import service as apikey_service
-from tenantplane.cluster.cli import simulator_app
 from tenantplane.billing import cli as billing_cli
+from tenantplane.cluster.cli import simulator_app
 from tenantplane.config import Settings
 from tenantplane.db.engine import Database
 from tenantplane.db.migrate import upgrade
