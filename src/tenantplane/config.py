@@ -69,9 +69,8 @@ class Settings(BaseSettings):
     alertmanager_config_file: Path = Path("var/alertmanager/alertmanager.yml")
     alerting_backend_timeout_seconds: float = 10.0
     billing_provider: Literal["none", "paddle"] = "none"
-    # Billing (docs/billing.md): the price list (the packaged default when unset), where
-    # metered observability usage comes from, and the Paddle Billing connection.
-    pricing_file: Path | None = None
+    # Billing (docs/billing.md; prices are in the plan catalogue, PLANS_FILE): where metered
+    # observability usage comes from, and the Paddle Billing connection.
     usage_source: Literal["none", "file"] = "none"
     usage_file: Path | None = None
     paddle_environment: Literal["production", "sandbox"] = "production"

@@ -27,12 +27,16 @@ from tests.http_client import api_client, running_app
 
 DEADLINE_SECONDS = 30
 
-# Simple prices, the same on every plan, so that amounts can be computed by hand.
+# A plan catalogue with simple prices, the same on every plan, so that amounts can be
+# computed by hand (limits generous enough never to matter here).
 TEST_PRICES = """
+defaults:
+  resources: {{cpu: "1", memory: 2Gi, storage: 10Gi}}
 plans:
 {plans}
 """
 PLAN_PRICES = """  {name}:
+    limits: {{clusters: 100, cpu: "1000", memory: 1Ti, storage: 10Ti}}
     prices:
       currency: EUR
       platformFee: "30.00"
@@ -46,8 +50,8 @@ PLAN_PRICES = """  {name}:
 
 
 @pytest.fixture
-def pricing_file(tmp_path: Path) -> Path:
-    path = tmp_path / "pricing.yaml"
+def plans_file(tmp_path: Path) -> Path:
+    path = tmp_path / "plans.yaml"
     plans = "".join(
         PLAN_PRICES.format(name=name) for name in ("starter", "pro", "business", "enterprise")
     )
@@ -130,7 +134,7 @@ class Billing:
 def cli_env(settings: Settings) -> dict[str, str]:
     env = {"TENANTPLANE_DATABASE_URL": settings.database_url, "TENANTPLANE_SECRET_KEY": TEST_SECRET}
     names = {
-        "pricing_file": "TENANTPLANE_PRICING_FILE",
+        "plans_file": "TENANTPLANE_PLANS_FILE",
         "usage_source": "TENANTPLANE_USAGE_SOURCE",
         "usage_file": "TENANTPLANE_USAGE_FILE",
         "billing_provider": "TENANTPLANE_BILLING_PROVIDER",
@@ -156,7 +160,7 @@ BillingFactoryFn = Callable[..., Awaitable[Billing]]
 
 @pytest.fixture
 async def billing(
-    database: Database, database_url: str, tmp_path: Path, factory: Factory, pricing_file: Path
+    database: Database, database_url: str, tmp_path: Path, factory: Factory, plans_file: Path
 ) -> AsyncIterator[BillingFactoryFn]:
     """``await billing(**settings)``: an app and CLI sharing the test database. Reconcilers
     are off unless asked for (the CLI is then the only actor, as in a cron-driven setup);
@@ -165,7 +169,7 @@ async def billing(
     stack: list[Any] = []
 
     async def start(**overrides: Any) -> Billing:
-        values: dict[str, Any] = {"run_reconcilers": False, "pricing_file": pricing_file}
+        values: dict[str, Any] = {"run_reconcilers": False, "plans_file": plans_file}
         values.update(overrides)
         settings = make_settings(database_url, tmp_path, **values)
         app_context = running_app(settings)

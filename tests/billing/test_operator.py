@@ -122,7 +122,7 @@ def test_invoice_names_follow_the_spec() -> None:
 async def test_plans_are_served_to_any_authenticated_caller(
     billing: BillingFactoryFn, factory: Factory
 ) -> None:
-    deployment = await billing(pricing_file=None)
+    deployment = await billing(plans_file=None)
     tenant = await factory.tenant()
     response = await deployment.client.get("/plans", headers=bearer(tenant.readonly_key))
     assert response.status_code == 200
@@ -131,6 +131,8 @@ async def test_plans_are_served_to_any_authenticated_caller(
     assert plans["pro"]["currency"] == "EUR"
     assert plans["pro"]["platformFee"] == "49.00"
     assert {meter["name"] for meter in plans["pro"]["observability"]} == {"metrics", "logs"}
+    limits = {plan["name"]: plan["limits"] for plan in response.json()["items"]}
+    assert limits["starter"] == {"clusters": 3, "cpu": "8", "memory": "16Gi", "storage": "200Gi"}
     anonymous: httpx.Response = await deployment.client.get("/plans")
     assert anonymous.status_code == 401
 
@@ -141,6 +143,6 @@ async def test_a_broken_price_list_is_refused_with_a_message(
     broken = tmp_path / "broken.yaml"
     broken.write_text("plans:\n  starter:\n    prices:\n      currency: EUR\n", encoding="utf-8")
     deployment = await billing()
-    deployment.env["TENANTPLANE_PRICING_FILE"] = str(broken)
+    deployment.env["TENANTPLANE_PLANS_FILE"] = str(broken)
     output = await deployment.cli("billing", "run", expect=1)
     assert "price list" in output

@@ -19,7 +19,7 @@ class BillingContext:
     @classmethod
     def from_settings(cls, settings: Settings) -> BillingContext:
         return cls(
-            prices=load_price_list(settings.pricing_file),
+            prices=load_price_list(settings.plans_file),
             usage=build_usage_source(settings),
             provider=build_payment_provider(settings),
         )

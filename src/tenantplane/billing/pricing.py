@@ -1,9 +1,10 @@
 """The price list: per plan a monthly platform fee, resource-hour prices, the HA control
 plane's hourly price and metered observability units with included allowances.
 
-Loaded from ``TENANTPLANE_PRICING_FILE`` or the packaged ``pricing.yaml``; prices are exact
-``Decimal`` values parsed from strings (a float in the file is refused: it is already
-rounded).
+Prices sit beside ``limits`` in the plan catalogue (``plans.<name>.prices`` of
+``TENANTPLANE_PLANS_FILE``, default ``catalogue/plans.yaml``); this module reads only that
+section. Prices are exact ``Decimal`` values parsed from strings (a float in the file is
+refused: it is already rounded).
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from typing import Any
 
 import yaml
 
+from tenantplane.catalogue.plans import PACKAGED_PLANS
 from tenantplane.tenant.models import Plan
 
-DEFAULT_PRICING_FILE = Path(__file__).with_name("pricing.yaml")
+DEFAULT_PRICING_FILE = PACKAGED_PLANS
 
 
 class PricingError(ValueError):

@@ -5,11 +5,13 @@ from fastapi import APIRouter, Request, Response
 from tenantplane.billing import service, webhooks
 from tenantplane.billing.context import BillingContext
 from tenantplane.billing.schemas import InvoiceRead, PlanRead, PortalSessionRead, ReceiptLink
+from tenantplane.catalogue.plans import load_plans
 from tenantplane.db.session import SessionDep
 from tenantplane.http.auth import AnyCaller, Public, TenantAdmin, TenantMember
 from tenantplane.http.errors import error_responses
 from tenantplane.http.etag import set_etag
 from tenantplane.http.schemas import ItemList
+from tenantplane.tenant.models import Plan
 
 router = APIRouter(tags=["billing"])
 tenant_router = APIRouter(prefix="/tenants/{tenant}", tags=["billing"])
@@ -72,8 +74,12 @@ async def create_portal_session(
 
 @router.get("/plans")
 async def list_plans(identity: AnyCaller, request: Request) -> ItemList[PlanRead]:
+    """The plan catalogue, read-only: each plan's limits and prices."""
+    catalogue = load_plans(request.app.state.settings.plans_file)
     prices = billing_context(request).prices
-    return ItemList[PlanRead](items=[PlanRead.of(plan) for plan in prices.plans.values()])
+    return ItemList[PlanRead](
+        items=[PlanRead.of(catalogue.limits(plan), prices.for_plan(plan.value)) for plan in Plan]
+    )
 
 
 @router.post("/webhooks/paddle")

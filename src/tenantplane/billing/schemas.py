@@ -12,6 +12,7 @@ from pydantic import Field
 
 from tenantplane.billing.models import Invoice, InvoiceLineItem
 from tenantplane.billing.pricing import PlanPrices
+from tenantplane.catalogue.plans import PlanLimits
 from tenantplane.http.schemas import OutputModel
 
 CENT = Decimal("0.01")
@@ -117,14 +118,28 @@ class PricesRead(OutputModel):
     observability: list[MeterRead]
 
 
+class LimitsRead(OutputModel):
+    clusters: int
+    cpu: str
+    memory: str
+    storage: str
+
+
 class PlanRead(OutputModel):
     name: str
+    limits: LimitsRead
     prices: PricesRead
 
     @classmethod
-    def of(cls, prices: PlanPrices) -> PlanRead:
+    def of(cls, limits: PlanLimits, prices: PlanPrices) -> PlanRead:
         return cls(
             name=prices.plan,
+            limits=LimitsRead(
+                clusters=limits.clusters,
+                cpu=limits.cpu,
+                memory=limits.memory,
+                storage=limits.storage,
+            ),
             prices=PricesRead(
                 currency=prices.currency,
                 platform_fee=plain(prices.platform_fee),
