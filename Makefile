@@ -13,7 +13,7 @@ serve: install
 	$(UV) run tenantplane serve --host $(HOST) --port $(PORT)
 
 test: install
-	$(UV) run pytest $(PYTEST_ARGS)
+	$(UV) run pytest -n 2 $(PYTEST_ARGS)
 
 lint: install
 	$(UV) run ruff check .
