@@ -9,6 +9,7 @@ from datetime import datetime
 from sqlalchemy import select
 
 from tenantplane.apikey import service as apikey_service
+from tenantplane.billing import service as billing_service
 from tenantplane.cluster.models import Cluster, ClusterPhase
 from tenantplane.db.engine import Database
 from tenantplane.member.models import Member, Role
@@ -76,6 +77,38 @@ class Factory:
         async with self.database.transaction() as session:
             session.add(Member(tenant_id=tenant_id, email=email.lower(), role=role))
 
+    def cluster(self, tenant_id: int, name: str, **spec: object) -> ClusterTimeline:
+        return ClusterTimeline(self, tenant_id, name, **spec)
+
+    @property
+    def billing(self) -> BillingFactory:
+        return BillingFactory(self.database)
+
+    async def cluster_history(
+        self,
+        tenant_id: int,
+        name: str,
+        uid: str,
+        at: datetime,
+        event: str,
+        **snapshot: object,
+    ) -> None:
+        """One cluster_history row (what billing meters from)."""
+        from tenantplane.cluster.models import ClusterHistory
+
+        async with self.database.transaction() as session:
+            session.add(
+                ClusterHistory(
+                    at=at,
+                    tenant_id=tenant_id,
+                    cluster_id=0,
+                    cluster_uid=uid,
+                    cluster_name=name,
+                    event=event,
+                    **snapshot,
+                )
+            )
+
     async def alerting_credentials(
         self,
         tenant: str,
@@ -116,7 +149,7 @@ class Factory:
                 .values(expires_at=datetime.now(UTC) - timedelta(seconds=1))
             )
 
-    async def cluster(
+    async def cluster_row(
         self,
         tenant_id: int,
         name: str | None = None,
@@ -198,3 +231,72 @@ class Factory:
             ).scalar_one()
             await apikey_service.revoke(session, tenant_id, key.id)
         return raw_key
+
+
+class ClusterTimeline:
+    """One cluster's history, written as the cluster reconciler writes it: every row a full
+    snapshot of the billable state, valid until the next row."""
+
+    def __init__(self, factory: Factory, tenant_id: int, name: str, **spec: object) -> None:
+        self.factory = factory
+        self.tenant_id = tenant_id
+        self.name = name
+        self.uid = uuid.uuid4().hex
+        self.state: dict[str, object] = {
+            "phase": "Pending",
+            "version": "1.33",
+            "kubernetes_version": "v1.33.4",
+            "high_availability": False,
+            "ha_enabled_at": None,
+            "cpu_millicores": 1000,
+            "memory_bytes": 2**30,
+            "storage_bytes": 10 * 2**30,
+        }
+        self.state.update(spec)
+
+    async def record(self, at: datetime, event: str, **changes: object) -> None:
+        self.state.update(changes)
+        await self.factory.cluster_history(
+            self.tenant_id, self.name, self.uid, at, event, **self.state
+        )
+
+
+class BillingFactory:
+    """Billing rows the tests need that no API call makes (history comes from the cluster
+    reconciler, tenants' ages from the clock, the schedule row from the migration)."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    async def backdate_tenant(self, tenant_id: int, created_at: datetime) -> None:
+        from sqlalchemy import update
+
+        from tenantplane.tenant.models import Tenant
+
+        async with self.database.transaction() as session:
+            await session.execute(
+                update(Tenant).where(Tenant.id == tenant_id).values(created_at=created_at)
+            )
+
+    async def billing_schedule(self, due: datetime | None) -> None:
+        """The billing-cycle reconciler's row, due at ``due`` (None: never)."""
+        from tenantplane.billing.models import BillingSchedule
+
+        async with self.database.transaction() as session:
+            row = await session.get(BillingSchedule, 1)
+            if row is None:
+                session.add(BillingSchedule(id=1, reconcile_at=due))
+            else:
+                row.reconcile_at = due
+
+    async def link(
+        self,
+        tenant_name: str,
+        customer_id: str,
+        subscription_id: str | None = None,
+        address_id: str | None = None,
+    ) -> None:
+        async with self.database.transaction() as session:
+            await billing_service.link_profile(
+                session, tenant_name, customer_id, subscription_id, address_id
+            )

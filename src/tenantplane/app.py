@@ -14,6 +14,8 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from tenantplane import ops
 from tenantplane.alerting.routes import router as alerting_router
 from tenantplane.apikey.routes import router as apikey_router
+from tenantplane.billing.routes import router as billing_router
+from tenantplane.billing.routes import tenant_router as billing_tenant_router
 from tenantplane.cluster.routes import router as cluster_router
 from tenantplane.cluster.routes import versions_router as cluster_versions_router
 from tenantplane.config import Settings
@@ -38,6 +40,8 @@ FEATURE_ROUTERS = (
     alerting_router,
     cluster_router,
     cluster_versions_router,
+    billing_tenant_router,
+    billing_router,
     secret_router,
 )
 

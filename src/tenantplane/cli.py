@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.alerting.cli import app as alerting_app
 from tenantplane.apikey import service as apikey_service
+from tenantplane.billing import cli as billing_cli
 from tenantplane.cluster.cli import simulator_app
 from tenantplane.config import Settings
 from tenantplane.db.engine import Database
@@ -29,6 +30,9 @@ tenant_app = typer.Typer(help="Create, change and list tenants.", no_args_is_hel
 app.add_typer(tenant_app, name="tenant")
 app.add_typer(alerting_app, name="alerting")
 app.add_typer(simulator_app, name="simulator")
+app.add_typer(billing_cli.billing_app, name="billing")
+tenant_app.command("cancel")(billing_cli.tenant_cancel)
+tenant_app.command("credit")(billing_cli.tenant_credit)
 
 console = Console()
 errors = Console(stderr=True)

@@ -69,9 +69,20 @@ class Settings(BaseSettings):
     alertmanager_config_file: Path = Path("var/alertmanager/alertmanager.yml")
     alerting_backend_timeout_seconds: float = 10.0
     billing_provider: Literal["none", "paddle"] = "none"
+    # Billing (docs/billing.md; prices are in the plan catalogue, PLANS_FILE): where metered
+    # observability usage comes from, and the Paddle Billing connection.
+    usage_source: Literal["none", "file"] = "none"
+    usage_file: Path | None = None
+    paddle_environment: Literal["production", "sandbox"] = "production"
+    # Overrides the environment's address (a proxy, or a loopback fake in tests).
     paddle_api_url: str | None = None
     paddle_api_key: SecretStr | None = None
     paddle_webhook_secret: SecretStr | None = None
+    paddle_timeout_seconds: float = Field(default=10.0, gt=0)
+    # Paddle-Signature timestamps older (or newer) than this are refused (replays).
+    paddle_webhook_tolerance_seconds: int = Field(default=5, ge=1)
+    # Charges are manually-collected transactions: Paddle invoices them with these terms.
+    paddle_payment_terms_days: int = Field(default=14, ge=0)
     # Secrets (docs/secrets.md): the tenants' vault (KV v2, one mount per tenant) and how
     # often synced secrets are checked again (vault paths, clusters) and unsynced ones retried.
     vault_addr: str | None = None

@@ -38,8 +38,8 @@ async def test_a_patch_during_a_pass_is_not_overwritten_by_it(
     settings = make_settings(database_url, tmp_path, run_reconcilers=False)
     context = ReconcileContext(settings, database)
     tenant = await factory.tenant()
-    prod = await factory.cluster(tenant.id, "prod")
-    stage = await factory.cluster(tenant.id, "stage")
+    prod = await factory.cluster_row(tenant.id, "prod")
+    stage = await factory.cluster_row(tenant.id, "stage")
     async with running_app(settings) as app, api_client(app) as client:
         headers = bearer(tenant.admin_key)
         created = await client.post(
@@ -99,7 +99,7 @@ async def test_a_pass_that_lost_its_lease_writes_nothing(
     settings = make_settings(database_url, tmp_path, run_reconcilers=False)
     context = ReconcileContext(settings, database)
     tenant = await factory.tenant()
-    await factory.cluster(tenant.id, "prod")
+    await factory.cluster_row(tenant.id, "prod")
     async with running_app(settings) as app, api_client(app) as client:
         headers = bearer(tenant.admin_key)
         created = await client.post(

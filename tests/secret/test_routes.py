@@ -32,7 +32,7 @@ async def test_create_returns_the_secret_with_etag_and_defaults(
     client: httpx.AsyncClient, factory: Factory
 ) -> None:
     tenant = await factory.tenant()
-    cluster = await factory.cluster(tenant.id, "prod")
+    cluster = await factory.cluster_row(tenant.id, "prod")
     response = await create(
         client,
         tenant,
@@ -151,7 +151,7 @@ async def test_invalid_sync_targets_name_the_field(
     client: httpx.AsyncClient, factory: Factory, target: dict[str, Any], field: str
 ) -> None:
     tenant = await factory.tenant()
-    await factory.cluster(tenant.id, "prod")
+    await factory.cluster_row(tenant.id, "prod")
     body = {
         "name": "s1",
         "secretPath": "a",
@@ -162,7 +162,7 @@ async def test_invalid_sync_targets_name_the_field(
 
 async def test_unknown_fields_are_refused(client: httpx.AsyncClient, factory: Factory) -> None:
     tenant = await factory.tenant()
-    await factory.cluster(tenant.id, "prod")
+    await factory.cluster_row(tenant.id, "prod")
     top = await create(client, tenant, {"name": "s1", "secretPath": "a", "value": "hunter2"})
     assert_invalid(top, "value", "UNKNOWN_FIELD")
     nested = await create(
@@ -178,10 +178,10 @@ async def test_target_cluster_must_be_a_live_cluster_of_this_tenant(
 ) -> None:
     tenant = await factory.tenant()
     other = await factory.tenant()
-    await factory.cluster(tenant.id, "prod")
-    await factory.cluster(other.id, "theirs")
-    await factory.cluster(tenant.id, "going", deleting=True)
-    await factory.cluster(tenant.id, "booting", phase=ClusterPhase.provisioning)
+    await factory.cluster_row(tenant.id, "prod")
+    await factory.cluster_row(other.id, "theirs")
+    await factory.cluster_row(tenant.id, "going", deleting=True)
+    await factory.cluster_row(tenant.id, "booting", phase=ClusterPhase.provisioning)
     for missing in ("nope", "theirs", "going"):
         body = {
             "name": "s1",
@@ -196,7 +196,7 @@ async def test_target_cluster_must_be_a_live_cluster_of_this_tenant(
 
 async def test_duplicate_targets_are_refused(client: httpx.AsyncClient, factory: Factory) -> None:
     tenant = await factory.tenant()
-    await factory.cluster(tenant.id, "prod")
+    await factory.cluster_row(tenant.id, "prod")
     targets: list[dict[str, str]] = [
         {"cluster": "prod", "namespace": "a"},
         {"cluster": "prod", "namespace": "b"},
@@ -212,8 +212,8 @@ async def test_duplicate_targets_are_refused(client: httpx.AsyncClient, factory:
 
 async def test_patch_replaces_the_targets(client: httpx.AsyncClient, factory: Factory) -> None:
     tenant = await factory.tenant()
-    await factory.cluster(tenant.id, "prod")
-    await factory.cluster(tenant.id, "stage")
+    await factory.cluster_row(tenant.id, "prod")
+    await factory.cluster_row(tenant.id, "stage")
     created = await create(
         client,
         tenant,
@@ -265,7 +265,7 @@ async def test_invalid_patch_bodies(
     client: httpx.AsyncClient, factory: Factory, body: dict[str, Any], field: str, code: str
 ) -> None:
     tenant = await factory.tenant()
-    await factory.cluster(tenant.id, "prod")
+    await factory.cluster_row(tenant.id, "prod")
     await create(client, tenant, {"name": "app", "secretPath": "a"})
     response = await client.patch(
         f"{tenant.path}/secrets/app", json=body, headers=bearer(tenant.admin_key)
@@ -275,7 +275,7 @@ async def test_invalid_patch_bodies(
 
 async def test_patch_with_if_match(client: httpx.AsyncClient, factory: Factory) -> None:
     tenant = await factory.tenant()
-    await factory.cluster(tenant.id, "prod")
+    await factory.cluster_row(tenant.id, "prod")
     await create(client, tenant, {"name": "app", "secretPath": "a"})
     path = f"{tenant.path}/secrets/app"
     # Let the reconciler settle, so that the ETag read below stays current.
@@ -318,7 +318,7 @@ async def test_missing_and_invalid_names(client: httpx.AsyncClient, factory: Fac
 async def test_members_read_and_admins_write(client: httpx.AsyncClient, factory: Factory) -> None:
     tenant = await factory.tenant()
     outsider = await factory.tenant()
-    await factory.cluster(tenant.id, "prod")
+    await factory.cluster_row(tenant.id, "prod")
     assert (await create(client, tenant, {"name": "app", "secretPath": "a"})).status_code == 201
     secrets = f"{tenant.path}/secrets"
     readonly = bearer(tenant.readonly_key)
@@ -368,7 +368,7 @@ async def test_patch_with_the_same_targets_changes_nothing(
     client: httpx.AsyncClient, factory: Factory
 ) -> None:
     tenant = await factory.tenant()
-    await factory.cluster(tenant.id, "prod")
+    await factory.cluster_row(tenant.id, "prod")
     sync = [{"cluster": "prod", "namespace": "a"}]
     await create(client, tenant, {"name": "app", "secretPath": "a", "sync": sync})
     path = f"{tenant.path}/secrets/app"

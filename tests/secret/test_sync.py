@@ -57,8 +57,8 @@ async def test_targets_on_running_clusters_are_synced_into_their_namespaces(
     client: httpx.AsyncClient, factory: Factory, database: Database
 ) -> None:
     tenant = await factory.tenant()
-    prod = await factory.cluster(tenant.id, "prod")
-    stage = await factory.cluster(tenant.id, "stage")
+    prod = await factory.cluster_row(tenant.id, "prod")
+    stage = await factory.cluster_row(tenant.id, "stage")
     created = await create(
         client,
         tenant,
@@ -102,8 +102,8 @@ async def test_a_cluster_that_is_not_running_keeps_its_target_pending(
     client: httpx.AsyncClient, factory: Factory, database: Database
 ) -> None:
     tenant = await factory.tenant()
-    await factory.cluster(tenant.id, "prod")
-    booting = await factory.cluster(tenant.id, "booting", phase=ClusterPhase.provisioning)
+    await factory.cluster_row(tenant.id, "prod")
+    booting = await factory.cluster_row(tenant.id, "booting", phase=ClusterPhase.provisioning)
     await create(
         client,
         tenant,
@@ -132,8 +132,8 @@ async def test_deleting_a_cluster_fails_its_targets(
     client: httpx.AsyncClient, factory: Factory, database: Database
 ) -> None:
     tenant = await factory.tenant()
-    prod = await factory.cluster(tenant.id, "prod")
-    doomed = await factory.cluster(tenant.id, "doomed")
+    prod = await factory.cluster_row(tenant.id, "prod")
+    doomed = await factory.cluster_row(tenant.id, "doomed")
     await create(
         client,
         tenant,
@@ -162,7 +162,7 @@ async def test_a_cluster_being_deleted_counts_as_deleted(
     client: httpx.AsyncClient, factory: Factory
 ) -> None:
     tenant = await factory.tenant()
-    cluster = await factory.cluster(tenant.id, "prod")
+    cluster = await factory.cluster_row(tenant.id, "prod")
     await create(client, tenant, "app", [{"cluster": "prod", "namespace": "a"}])
     path = f"{tenant.path}/secrets/app"
     await wait_for_phase(client, path, tenant.admin_key, "Synced")
@@ -175,8 +175,8 @@ async def test_patch_moves_the_copies(
     client: httpx.AsyncClient, factory: Factory, database: Database
 ) -> None:
     tenant = await factory.tenant()
-    prod = await factory.cluster(tenant.id, "prod")
-    stage = await factory.cluster(tenant.id, "stage")
+    prod = await factory.cluster_row(tenant.id, "prod")
+    stage = await factory.cluster_row(tenant.id, "stage")
     await create(
         client,
         tenant,
@@ -229,7 +229,7 @@ async def test_copies_on_a_cluster_that_is_not_running_are_removed_once_it_runs(
     client: httpx.AsyncClient, factory: Factory, database: Database
 ) -> None:
     tenant = await factory.tenant()
-    prod = await factory.cluster(tenant.id, "prod")
+    prod = await factory.cluster_row(tenant.id, "prod")
     await create(client, tenant, "app", [{"cluster": "prod", "namespace": "a"}])
     path = f"{tenant.path}/secrets/app"
     await wait_for_phase(client, path, tenant.admin_key, "Synced")
@@ -256,7 +256,7 @@ async def test_delete_removes_the_synced_copies(
     client: httpx.AsyncClient, factory: Factory, database: Database
 ) -> None:
     tenant = await factory.tenant()
-    prod = await factory.cluster(tenant.id, "prod")
+    prod = await factory.cluster_row(tenant.id, "prod")
     await create(
         client,
         tenant,
@@ -288,7 +288,7 @@ async def test_a_recreated_secret_keeps_its_copy(
 ) -> None:
     """Copies carry their owner: the old secret's clean-up never removes the new one's copy."""
     tenant = await factory.tenant()
-    prod = await factory.cluster(tenant.id, "prod")
+    prod = await factory.cluster_row(tenant.id, "prod")
     target = [{"cluster": "prod", "namespace": "a"}]
     await create(client, tenant, "app", target)
     path = f"{tenant.path}/secrets/app"
@@ -322,7 +322,7 @@ async def test_clusters_changed_wakes_the_secrets_of_a_cluster_at_once(
         reconcile_idle_poll_seconds=3600,
     )
     tenant = await factory.tenant()
-    doomed = await factory.cluster(tenant.id, "doomed")
+    doomed = await factory.cluster_row(tenant.id, "doomed")
     async with running_app(settings) as app, api_client(app) as client:
         await create(client, tenant, "app", [{"cluster": "doomed", "namespace": "a"}])
         path = f"{tenant.path}/secrets/app"
@@ -345,7 +345,7 @@ async def test_a_copy_in_place_is_not_written_again(
     client: httpx.AsyncClient, factory: Factory, database: Database
 ) -> None:
     tenant = await factory.tenant()
-    prod = await factory.cluster(tenant.id, "prod")
+    prod = await factory.cluster_row(tenant.id, "prod")
     await create(client, tenant, "app", [{"cluster": "prod", "namespace": "a"}])
     path = f"{tenant.path}/secrets/app"
     first = await wait_for_phase(client, path, tenant.admin_key, "Synced")

@@ -120,7 +120,7 @@ async def test_existing_paths_sync_and_missing_paths_fail(
 ) -> None:
     fake, _ = vault
     tenant = await factory.tenant()
-    prod = await factory.cluster(tenant.id, "prod")
+    prod = await factory.cluster_row(tenant.id, "prod")
     fake.enable_kv2(mount_of(tenant))
     fake.put(mount_of(tenant), "apps/db", {"password": "correct-horse"})
     target = [{"cluster": "prod", "namespace": "default"}]
@@ -159,7 +159,7 @@ async def test_a_deleted_current_version_is_not_found(
 ) -> None:
     fake, _ = vault
     tenant = await factory.tenant()
-    await factory.cluster(tenant.id, "prod")
+    await factory.cluster_row(tenant.id, "prod")
     fake.enable_kv2(mount_of(tenant))
     fake.put(mount_of(tenant), "apps/db", {"password": "one"})
     fake.delete_current(mount_of(tenant), "apps/db")
@@ -183,7 +183,7 @@ async def test_a_wrong_vault_token_is_access_denied(
         database_url, tmp_path, vault_addr=address, vault_token="hvs.not-the-token", **FAST
     )
     tenant = await factory.tenant()
-    await factory.cluster(tenant.id, "prod")
+    await factory.cluster_row(tenant.id, "prod")
     fake.enable_kv2(mount_of(tenant))
     fake.put(mount_of(tenant), "apps/db", {"password": "one"})
     async with running_app(settings) as app, api_client(app) as client:
@@ -211,7 +211,7 @@ async def test_an_unreachable_vault_keeps_targets_pending(
         **FAST,
     )
     tenant = await factory.tenant()
-    await factory.cluster(tenant.id, "prod")
+    await factory.cluster_row(tenant.id, "prod")
     async with running_app(settings) as app, api_client(app) as client:
         await create(client, tenant, "db", "apps/db", [{"cluster": "prod", "namespace": "a"}])
         body = await wait_for_phase(
@@ -236,8 +236,8 @@ async def test_no_vault_value_reaches_a_response_a_log_line_or_the_database(
 ) -> None:
     fake, _ = vault
     tenant = await factory.tenant()
-    await factory.cluster(tenant.id, "prod")
-    await factory.cluster(tenant.id, "stage")
+    await factory.cluster_row(tenant.id, "prod")
+    await factory.cluster_row(tenant.id, "stage")
     mount = mount_of(tenant)
     fake.enable_kv2(mount)
     values = {

@@ -53,7 +53,7 @@ async def test_a_worker_process_syncs_and_removes_copies(
 ) -> None:
     settings = make_settings(database_url, tmp_path, run_reconcilers=False)
     tenant = await factory.tenant()
-    prod = await factory.cluster(tenant.id, "prod")
+    prod = await factory.cluster_row(tenant.id, "prod")
     with worker_process(database_url, tmp_path) as worker:
         async with running_app(settings) as app, api_client(app) as client:
             headers = bearer(tenant.admin_key)

@@ -2,6 +2,14 @@
 
 from tenantplane.alerting.models import AlertingConfig, AlertingCredentials
 from tenantplane.apikey.models import ApiKey
+from tenantplane.billing.models import (
+    BillingProfile,
+    BillingSchedule,
+    CreditEntry,
+    Invoice,
+    InvoiceLineItem,
+    ProviderEvent,
+)
 from tenantplane.cluster.models import Cluster, ClusterHistory
 from tenantplane.db.base import Base
 from tenantplane.member.models import Member
@@ -15,9 +23,15 @@ __all__ = [
     "AlertingCredentials",
     "ApiKey",
     "Base",
+    "BillingProfile",
+    "BillingSchedule",
     "Cluster",
     "ClusterHistory",
+    "CreditEntry",
+    "Invoice",
+    "InvoiceLineItem",
     "Member",
+    "ProviderEvent",
     "Secret",
     "SimulatedCluster",
     "SimulatedSecretCopy",

@@ -27,10 +27,21 @@ ReconcilerFactory = Callable[[ReconcileContext], Reconciler[Any, Any] | None]
 
 def reconciler_factories() -> tuple[ReconcilerFactory, ...]:
     # Imported here: features import the framework, the framework must not import them early.
+    from tenantplane.billing.reconciler import (
+        build_cycle_reconciler,
+        build_event_reconciler,
+        build_invoice_reconciler,
+    )
     from tenantplane.cluster.reconciler import build_cluster_reconciler
     from tenantplane.secret.reconciler import build_secret_reconciler
 
-    return (build_cluster_reconciler, build_secret_reconciler)
+    return (
+        build_cluster_reconciler,
+        build_invoice_reconciler,
+        build_event_reconciler,
+        build_cycle_reconciler,
+        build_secret_reconciler,
+    )
 
 
 def build_supervisor(settings: Settings, database: Database) -> Supervisor:

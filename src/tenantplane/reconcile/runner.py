@@ -125,6 +125,28 @@ class ReconcilerRunner:
             wakeups.unsubscribe(reconciler.name, wake)
             await self._drain(shutdown_grace_seconds)
 
+    async def run_once(self) -> int:
+        """Work every row that is ready now, once, and return how many were worked.
+
+        For one-shot commands (``tenantplane billing run``): no sleeping, no polling. A row
+        that becomes ready again at once is left for the running reconcilers.
+        """
+        reconciler = self.reconciler
+        seen: set[Any] = set()
+        while True:
+            leases = await self.fetcher.lease(
+                reconciler.concurrency, timedelta(seconds=reconciler.lease_seconds)
+            )
+            fresh = [lease for lease in leases if lease.row_id not in seen]
+            for lease in leases:
+                if lease.row_id in seen:
+                    async with self.database.transaction() as session:
+                        await lease.guard(session).update()
+            if not fresh:
+                return len(seen)
+            seen.update(lease.row_id for lease in fresh)
+            await asyncio.gather(*(self._work(lease) for lease in fresh))
+
     async def _drain(self, grace_seconds: float) -> None:
         # Cancelling a task inside a transaction can strand its connection (on SQLite, with
         # the write lock held): rows in hand are finished, and only cancelled after a grace.

@@ -1,7 +1,7 @@
 """Managed secrets and the sync simulator's copies
 
 Revision ID: 0005
-Revises: 0006
+Revises: 0007
 Create Date: 2026-11-22 00:13:16.738640
 """
 
@@ -13,7 +13,7 @@ from alembic import op
 import tenantplane.db.base
 
 revision: str = "0005"
-down_revision: str | None = "0006"
+down_revision: str | None = "0007"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,132 @@
+"""Charging Draft invoices through the provider, and applying provider outcomes.
+
+Every write of a provider outcome goes through ``BillingRepository.advance_invoice``: an
+invoice only moves forwards (Draft → Billed → PastDue → Paid, Paid is final), whichever
+arrives first of the charge's own answer and the webhooks about it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tenantplane.billing.models import Invoice, InvoicePhase
+from tenantplane.billing.repository import BillingRepository
+from tenantplane.db.base import utcnow
+from tenantplane.providers.payment import ChargeRequest, ProviderTransaction
+from tenantplane.reconcile import LeaseGuard
+
+# The charge's own answer has no event time: any webhook about it counts as newer.
+CHARGE_ANSWER_TIME = datetime(1970, 1, 1, tzinfo=UTC)
+RETRY_BASE_SECONDS = 60
+RETRY_MAX_SECONDS = 3600
+
+_PHASE_OF_STATUS = {
+    "draft": InvoicePhase.billed,
+    "ready": InvoicePhase.billed,
+    "billed": InvoicePhase.billed,
+    "paid": InvoicePhase.paid,
+    "completed": InvoicePhase.paid,
+    "past_due": InvoicePhase.past_due,
+}
+
+
+def phase_for_status(status: str) -> InvoicePhase:
+    """Our phase for a provider transaction status (canceled and unknown ones: Billed)."""
+    return _PHASE_OF_STATUS.get(status, InvoicePhase.billed)
+
+
+def settled_values(transaction: ProviderTransaction) -> dict[str, Any]:
+    """Amounts and number the provider reports once paid (absent values keep ours)."""
+    values: dict[str, Any] = {}
+    if transaction.tax is not None:
+        values["tax"] = transaction.tax
+    if transaction.total is not None:
+        values["total"] = transaction.total
+    if transaction.invoice_number:
+        values["provider_invoice_number"] = transaction.invoice_number
+    return values
+
+
+@dataclass(frozen=True)
+class ChargeSnapshot:
+    invoice_id: int
+    attempts: int
+    request: ChargeRequest
+
+
+@dataclass(frozen=True)
+class ChargeOutcome:
+    transaction: ProviderTransaction | None
+    error: str = ""
+
+
+async def load_charge(session: AsyncSession, invoice_id: int) -> ChargeSnapshot | None:
+    """What charging an invoice needs; None when it is not an uncharged Draft or its tenant
+    has no billing profile yet (``billing link`` makes it due again)."""
+    repository = BillingRepository.from_session(session)
+    invoice = await repository.invoice_by_id(invoice_id)
+    if invoice is None or invoice.phase != InvoicePhase.draft or invoice.provider_transaction_id:
+        return None
+    profile = await repository.profile(invoice.tenant_id)
+    tenant = await repository.tenant(invoice.tenant_id)
+    if profile is None or tenant is None:
+        return None
+    return ChargeSnapshot(
+        invoice_id=invoice.id,
+        attempts=invoice.charge_attempts,
+        request=ChargeRequest(
+            invoice_uid=invoice.uid,
+            invoice_name=invoice.name,
+            tenant=tenant.name,
+            customer_id=profile.customer_id,
+            address_id=profile.address_id,
+            currency=invoice.currency,
+            amount=invoice.net,
+            description=_description(invoice),
+            period_start=invoice.period_start,
+            period_end=invoice.period_end,
+        ),
+    )
+
+
+def _description(invoice: Invoice) -> str:
+    return (
+        f"Invoice {invoice.name}: subtotal {invoice.subtotal:.2f}, "
+        f"credits {invoice.credits_applied:.2f} {invoice.currency}"
+    )
+
+
+def retry_delay(attempts: int) -> float:
+    return float(min(RETRY_BASE_SECONDS * 2 ** max(attempts - 1, 0), RETRY_MAX_SECONDS))
+
+
+async def apply_charge(
+    session: AsyncSession, guard: LeaseGuard, snapshot: ChargeSnapshot, outcome: ChargeOutcome
+) -> None:
+    attempts = snapshot.attempts + 1
+    transaction = outcome.transaction
+    if transaction is None:
+        await guard.update(
+            reconcile_at=utcnow() + timedelta(seconds=retry_delay(attempts)),
+            charge_attempts=attempts,
+            last_charge_error=outcome.error[:2000],
+        )
+        return
+    recorded = await guard.update(
+        reconcile_at=None,
+        provider_transaction_id=transaction.id,
+        charge_attempts=attempts,
+        last_charge_error="",
+        resource_version=Invoice.resource_version + 1,
+    )
+    if not recorded:
+        return
+    target = phase_for_status(transaction.status)
+    values = settled_values(transaction) if target is InvoicePhase.paid else {}
+    await BillingRepository.from_session(session).advance_invoice(
+        snapshot.invoice_id, target, CHARGE_ANSWER_TIME, values
+    )

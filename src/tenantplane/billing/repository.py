@@ -1,0 +1,216 @@
+"""All SQL of billing. Tenant scoping of invoices happens in ``_tenant_invoices``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import ColumnElement, Select, and_, func, or_, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
+
+from tenantplane.billing.models import (
+    BillingProfile,
+    BillingSchedule,
+    CreditEntry,
+    Invoice,
+    InvoiceKind,
+    InvoicePhase,
+    ProviderEvent,
+)
+from tenantplane.cluster.models import ClusterHistory, ClusterPhase
+from tenantplane.tenant.models import Tenant
+
+
+class BillingRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    @classmethod
+    def from_session(cls, session: AsyncSession) -> BillingRepository:
+        return cls(session)
+
+    # Invoices -------------------------------------------------------------------------
+
+    @staticmethod
+    def _tenant_invoices(tenant_id: int) -> Select[Invoice]:
+        return select(Invoice).where(Invoice.tenant_id == tenant_id)
+
+    async def list_invoices(self, tenant_id: int) -> Sequence[Invoice]:
+        # Ordered by billing period; a final invoice sorts after a regular one of the same start.
+        statement = self._tenant_invoices(tenant_id).order_by(
+            Invoice.period_start, Invoice.period_end, Invoice.kind.desc(), Invoice.id
+        )
+        return (await self.session.execute(statement)).scalars().all()
+
+    async def get_invoice(self, tenant_id: int, name: str) -> Invoice | None:
+        statement = self._tenant_invoices(tenant_id).where(Invoice.name == name)
+        return (await self.session.execute(statement)).scalar_one_or_none()
+
+    async def invoice_by_id(self, invoice_id: int) -> Invoice | None:
+        return await self.session.get(Invoice, invoice_id)
+
+    async def invoice_names(self, tenant_id: int) -> set[str]:
+        statement = select(Invoice.name).where(Invoice.tenant_id == tenant_id)
+        return set((await self.session.execute(statement)).scalars())
+
+    async def last_period_end(self, tenant_id: int) -> datetime | None:
+        statement = select(func.max(Invoice.period_end)).where(Invoice.tenant_id == tenant_id)
+        value = (await self.session.execute(statement)).scalar()
+        return _aware(value)
+
+    async def has_final_invoice(self, tenant_id: int) -> bool:
+        statement = select(Invoice.id).where(
+            Invoice.tenant_id == tenant_id, Invoice.kind == InvoiceKind.final.value
+        )
+        return (await self.session.execute(statement.limit(1))).first() is not None
+
+    def add(self, row: Any) -> None:
+        self.session.add(row)
+
+    async def find_for_transaction(
+        self, transaction_id: str, invoice_uid: str | None
+    ) -> Invoice | None:
+        """The invoice a provider transaction belongs to: by its id, or by our correlation id
+        when the charge's answer was lost before the id was recorded."""
+        if transaction_id:
+            statement = select(Invoice).where(Invoice.provider_transaction_id == transaction_id)
+            invoice = (await self.session.execute(statement)).scalars().first()
+            if invoice is not None:
+                return invoice
+        if invoice_uid:
+            statement = select(Invoice).where(Invoice.uid == invoice_uid)
+            return (await self.session.execute(statement)).scalar_one_or_none()
+        return None
+
+    async def advance_invoice(
+        self,
+        invoice_id: int,
+        target: InvoicePhase,
+        occurred_at: datetime,
+        values: dict[str, Any],
+    ) -> bool:
+        """Move an invoice to ``target`` only forwards: from a lower phase, or within the same
+        phase for a newer event (which may fill in tax, total or the invoice number).
+        A compare-and-set in one UPDATE, so concurrent writers cannot move it backwards."""
+        lower = [phase.value for phase in InvoicePhase if phase.rank < target.rank]
+        newer = or_(Invoice.provider_event_at.is_(None), Invoice.provider_event_at < occurred_at)
+        allowed: ColumnElement[bool] = or_(
+            Invoice.phase.in_(lower), and_(Invoice.phase == target.value, newer)
+        )
+        statement = (
+            update(Invoice)
+            .where(Invoice.id == invoice_id, allowed)
+            .values(
+                phase=target.value,
+                provider_event_at=occurred_at,
+                resource_version=Invoice.resource_version + 1,
+                **values,
+            )
+            .execution_options(synchronize_session=False)
+        )
+        result = await self.session.execute(statement)
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    async def rearm_drafts(self, now: datetime, tenant_id: int | None = None) -> int:
+        """Make every uncharged Draft invoice due for the invoices reconciler now."""
+        conditions = [
+            Invoice.phase == InvoicePhase.draft.value,
+            Invoice.provider_transaction_id == "",
+            or_(Invoice.lock_expires_at.is_(None), Invoice.lock_expires_at < now),
+        ]
+        if tenant_id is not None:
+            conditions.append(Invoice.tenant_id == tenant_id)
+        statement = (
+            update(Invoice)
+            .where(*conditions)
+            .values(reconcile_at=now)
+            .execution_options(synchronize_session=False)
+        )
+        result = await self.session.execute(statement)
+        return int(result.rowcount)  # type: ignore[attr-defined]
+
+    # Tenants and their profiles and credit ---------------------------------------------
+
+    async def tenants(self) -> Sequence[Tenant]:
+        return (await self.session.execute(select(Tenant).order_by(Tenant.id))).scalars().all()
+
+    async def tenant_by_name(self, name: str) -> Tenant | None:
+        statement = select(Tenant).where(Tenant.name == name)
+        return (await self.session.execute(statement)).scalar_one_or_none()
+
+    async def tenant(self, tenant_id: int) -> Tenant | None:
+        return await self.session.get(Tenant, tenant_id)
+
+    async def profile(self, tenant_id: int) -> BillingProfile | None:
+        return await self.session.get(BillingProfile, tenant_id)
+
+    async def credit_balance(self, tenant_id: int) -> Decimal:
+        # Summed here, not in SQL: amounts are exact decimal strings.
+        statement = select(CreditEntry.amount).where(CreditEntry.tenant_id == tenant_id)
+        amounts = (await self.session.execute(statement)).scalars()
+        return sum(amounts, Decimal("0.00"))
+
+    # Usage --------------------------------------------------------------------------------
+
+    async def history_for_period(
+        self, tenant_id: int, start: datetime, end: datetime
+    ) -> Sequence[ClusterHistory]:
+        """Every row in [start, end) plus, per cluster, the last row before ``start`` (the
+        state the period opens with) unless that row says the cluster is gone."""
+        inside = select(ClusterHistory).where(
+            ClusterHistory.tenant_id == tenant_id,
+            ClusterHistory.at >= start,
+            ClusterHistory.at < end,
+        )
+        earlier = aliased(ClusterHistory)
+        latest_before = (
+            select(func.max(earlier.at))
+            .where(earlier.cluster_uid == ClusterHistory.cluster_uid, earlier.at < start)
+            .correlate(ClusterHistory)
+            .scalar_subquery()
+        )
+        opening = select(ClusterHistory).where(
+            ClusterHistory.tenant_id == tenant_id,
+            ClusterHistory.at < start,
+            ClusterHistory.at == latest_before,
+            ClusterHistory.phase != ClusterPhase.deleted.value,
+        )
+        rows = list((await self.session.execute(inside)).scalars())
+        rows += list((await self.session.execute(opening)).scalars())
+        return rows
+
+    # Provider events --------------------------------------------------------------------
+
+    async def insert_event_once(self, values: dict[str, Any]) -> bool:
+        """Insert a webhook event unless its event id is known (False: a duplicate)."""
+        dialect = self.session.get_bind().dialect.name
+        builder = pg_insert if dialect == "postgresql" else sqlite_insert
+        statement = (
+            builder(ProviderEvent)
+            .values(**values)
+            .on_conflict_do_nothing(index_elements=[ProviderEvent.event_id])
+        )
+        result = await self.session.execute(statement)
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    async def event(self, event_id: int) -> ProviderEvent | None:
+        return await self.session.get(ProviderEvent, event_id)
+
+    # Schedule ---------------------------------------------------------------------------
+
+    async def schedule(self) -> BillingSchedule | None:
+        return await self.session.get(BillingSchedule, 1)
+
+
+def _aware(value: Any) -> datetime | None:
+    from datetime import UTC
+
+    if value is None:
+        return None
+    parsed: datetime = datetime.fromisoformat(value) if isinstance(value, str) else value
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)

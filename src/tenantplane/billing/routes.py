@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+
+from tenantplane.billing import service, webhooks
+from tenantplane.billing.context import BillingContext
+from tenantplane.billing.schemas import InvoiceRead, PlanRead, PortalSessionRead, ReceiptLink
+from tenantplane.catalogue.plans import load_plans
+from tenantplane.db.session import SessionDep
+from tenantplane.http.auth import AnyCaller, Public, TenantAdmin, TenantMember
+from tenantplane.http.errors import error_responses
+from tenantplane.http.etag import set_etag
+from tenantplane.http.schemas import ItemList
+from tenantplane.tenant.models import Plan
+
+router = APIRouter(tags=["billing"])
+tenant_router = APIRouter(prefix="/tenants/{tenant}", tags=["billing"])
+
+NO_STORE = "no-store"
+
+
+def billing_context(request: Request) -> BillingContext:
+    """Built once per app from its settings (prices, usage source, provider)."""
+    context: BillingContext | None = getattr(request.app.state, "billing", None)
+    if context is None:
+        context = BillingContext.from_settings(request.app.state.settings)
+        request.app.state.billing = context
+    return context
+
+
+@tenant_router.get("/invoices", response_model_exclude_none=True)
+async def list_invoices(principal: TenantMember, session: SessionDep) -> ItemList[InvoiceRead]:
+    invoices = await service.list_invoices(session, principal.tenant_id)
+    return ItemList[InvoiceRead](items=[InvoiceRead.of(invoice) for invoice in invoices])
+
+
+@tenant_router.get(
+    "/invoices/{name}", response_model_exclude_none=True, responses=error_responses(404)
+)
+async def get_invoice(
+    principal: TenantMember, name: str, session: SessionDep, response: Response
+) -> InvoiceRead:
+    invoice = await service.get_invoice(session, principal.tenant_id, name)
+    set_etag(response, invoice.resource_version)
+    return InvoiceRead.of(invoice)
+
+
+@tenant_router.get("/invoices/{name}/receipt", responses=error_responses(404, 409, 502))
+async def get_receipt(
+    principal: TenantMember, name: str, session: SessionDep, request: Request, response: Response
+) -> ReceiptLink:
+    provider = billing_context(request).provider
+    url = await service.receipt_url(session, provider, principal.tenant_id, name)
+    response.headers["Cache-Control"] = NO_STORE
+    return ReceiptLink(url=url)
+
+
+@tenant_router.post(
+    "/billing/portal-session",
+    response_model_exclude_none=True,
+    responses=error_responses(409, 502),
+)
+async def create_portal_session(
+    principal: TenantAdmin, session: SessionDep, request: Request, response: Response
+) -> PortalSessionRead:
+    provider = billing_context(request).provider
+    portal = await service.portal_session(session, provider, principal.tenant_id)
+    response.headers["Cache-Control"] = NO_STORE
+    return PortalSessionRead(
+        overview_url=portal.overview_url,
+        update_payment_method_url=portal.update_payment_method_url,
+    )
+
+
+@router.get("/plans")
+async def list_plans(identity: AnyCaller, request: Request) -> ItemList[PlanRead]:
+    """The plan catalogue, read-only: each plan's limits and prices."""
+    catalogue = load_plans(request.app.state.settings.plans_file)
+    prices = billing_context(request).prices
+    return ItemList[PlanRead](
+        items=[PlanRead.of(catalogue.limits(plan), prices.for_plan(plan.value)) for plan in Plan]
+    )
+
+
+@router.post("/webhooks/paddle")
+async def paddle_webhook(_: Public, request: Request, session: SessionDep) -> dict[str, bool]:
+    """Paddle's notification destination: verified, stored once, applied asynchronously."""
+    body = await request.body()
+    provider = billing_context(request).provider
+    inserted = await webhooks.receive(session, provider, request.headers, body)
+    return {"received": True, "duplicate": not inserted}
