@@ -25,6 +25,7 @@ from tenantplane.providers.orchestrator import ClusterSpec, Observation, Orchest
 from tenantplane.reconcile.lease import LeaseGuard
 from tenantplane.reconcile.registry import ReconcileContext
 from tenantplane.reconcile.runner import Reconciler
+from tenantplane.secret.service import clusters_changed
 from tenantplane.tenant.models import Tenant
 
 CLUSTERS = "clusters"
@@ -106,6 +107,7 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
                         cluster, ClusterEvent.deleted, now, phase=ClusterPhase.deleted.value
                     )
                 )
+                await clusters_changed(session, cluster.tenant_id, [cluster.name])
             return
         status = observed_status(cluster, outcome, now)
         changes = {key: value for key, value in status.items() if getattr(cluster, key) != value}
@@ -127,6 +129,9 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
         if not await guard.update(**values):
             return
         self._record(repository, cluster, changes, status, now)
+        if "phase" in changes:
+            # Secrets syncing into this cluster wait for Running; tell them at once.
+            await clusters_changed(session, cluster.tenant_id, [cluster.name])
 
     def _record(
         self,

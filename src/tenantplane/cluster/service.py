@@ -42,6 +42,7 @@ from tenantplane.http.errors import (
 )
 from tenantplane.http.etag import check_if_match
 from tenantplane.reconcile.hints import wake_after_commit
+from tenantplane.secret import service as secret_service
 
 SHARED = "shared"
 DEDICATED = "dedicated"
@@ -363,6 +364,7 @@ async def delete(session: AsyncSession, tenant_id: int, name: str, if_match: str
     await session.flush()
     repository.record(ClusterHistory.snapshot(cluster, ClusterEvent.phase_changed, now))
     wake_after_commit(session, CLUSTERS)
+    await secret_service.clusters_changed(session, tenant_id, [cluster.name])
     return cluster
 
 
