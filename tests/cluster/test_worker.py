@@ -59,12 +59,11 @@ async def test_a_separate_worker_process_provisions_clusters(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 async def test_postgres_notifies_a_worker_at_once(
     paused_client: httpx.AsyncClient, factory: Factory, database_url: str
 ) -> None:
     """The API replica's commit NOTIFYs the worker: no polling needed (PostgreSQL only)."""
-    if not database_url.startswith("postgresql"):
-        pytest.skip("LISTEN/NOTIFY is PostgreSQL's; SQLite relies on the idle poll")
     tenant = await factory.tenant()
     headers = bearer(tenant.admin_key)
     await create_cluster(paused_client, tenant.path, tenant.admin_key, "first")
