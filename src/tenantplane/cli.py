@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -15,11 +14,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tenantplane.alerting.cli import app as alerting_app
 from tenantplane.apikey import service as apikey_service
 from tenantplane.billing import cli as billing_cli
+from tenantplane.cli_support import run_in_transaction
 from tenantplane.cluster.cli import simulator_app
 from tenantplane.config import Settings
-from tenantplane.db.engine import Database
 from tenantplane.db.migrate import upgrade
-from tenantplane.http.errors import ApiError
 from tenantplane.member.models import Role
 from tenantplane.tenant import service as tenant_service
 from tenantplane.tenant.models import Plan, Tenant
@@ -35,28 +33,11 @@ tenant_app.command("cancel")(billing_cli.tenant_cancel)
 tenant_app.command("credit")(billing_cli.tenant_credit)
 
 console = Console()
-errors = Console(stderr=True)
 T = TypeVar("T")
 
 BOOTSTRAP_KEY_NAME = "bootstrap"
 # Recorded as createdBy of a bootstrap key made without --admin-email.
 OPERATOR_IDENTITY = "platform-operator"
-
-
-def _in_transaction(settings: Settings, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
-    async def run() -> T:
-        database = Database.connect(settings.database_url)
-        try:
-            async with database.transaction() as session:
-                return await work(session)
-        finally:
-            await database.dispose()
-
-    try:
-        return asyncio.run(run())
-    except ApiError as exc:
-        errors.print(f"[red]error:[/red] {exc.error}")
-        raise typer.Exit(1) from exc
 
 
 def _tenant_json(tenant: Tenant) -> dict[str, Any]:
@@ -124,7 +105,7 @@ def tenant_create(
         )
         return tenant, issued
 
-    tenant, issued = _in_transaction(settings, work)
+    tenant, issued = run_in_transaction(settings, work)
     api_key = {
         "id": issued.key.id,
         "key": issued.raw_key,
@@ -160,7 +141,7 @@ def tenant_update(
         )
         return _tenant_json(tenant)
 
-    tenant = _in_transaction(settings, work)
+    tenant = run_in_transaction(settings, work)
     typer.echo(json.dumps(tenant) if as_json else f"tenant {name} updated: {tenant}")
 
 
@@ -173,7 +154,7 @@ def tenant_list(
     async def work(session: AsyncSession) -> list[dict[str, Any]]:
         return [_tenant_json(tenant) for tenant in await tenant_service.list_all(session)]
 
-    tenants = _in_transaction(Settings(), work)
+    tenants = run_in_transaction(Settings(), work)
     if as_json:
         typer.echo(json.dumps(tenants))
         return

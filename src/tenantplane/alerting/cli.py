@@ -2,40 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
-from collections.abc import Awaitable, Callable
-from typing import Annotated, TypeVar
+from typing import Annotated
 
 import typer
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.alerting import credentials, service
 from tenantplane.alerting.models import CredentialsAuth
+from tenantplane.cli_support import run_in_transaction
 from tenantplane.config import Settings
-from tenantplane.db.engine import Database
-from tenantplane.http.errors import ApiError
 from tenantplane.providers.alerting.factory import backend_from_settings
 
 app = typer.Typer(help="Alerting backends: tenant credentials and re-applying configurations.")
-T = TypeVar("T")
-
-
-def _run(settings: Settings, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
-    async def run() -> T:
-        database = Database.connect(settings.database_url)
-        try:
-            async with database.transaction() as session:
-                return await work(session)
-        finally:
-            await database.dispose()
-
-    try:
-        return asyncio.run(run())
-    except ApiError as exc:
-        typer.echo(f"error: {exc.error}", err=True)
-        raise typer.Exit(1) from exc
 
 
 def _read_secret(auth: CredentialsAuth, from_stdin: bool) -> str | None:
@@ -80,7 +60,7 @@ def set_credentials(
             secret_key=settings.api_key_secret(),
         )
 
-    info = _run(settings, work)
+    info = run_in_transaction(settings, work)
     typer.echo(f"credentials of tenant {info.tenant} set (org id {info.org_id}, auth {info.auth})")
 
 
@@ -91,7 +71,7 @@ def clear_credentials(tenant: str) -> None:
     async def work(session: AsyncSession) -> bool:
         return await credentials.clear_credentials(session, tenant)
 
-    removed = _run(Settings(), work)
+    removed = run_in_transaction(Settings(), work)
     typer.echo(f"credentials of tenant {tenant} {'removed' if removed else 'were not set'}")
 
 
@@ -102,7 +82,7 @@ def show_credentials(tenant: str) -> None:
     async def work(session: AsyncSession) -> credentials.CredentialsInfo | None:
         return await credentials.describe_credentials(session, tenant)
 
-    info = _run(Settings(), work)
+    info = run_in_transaction(Settings(), work)
     if info is None:
         typer.echo("null")
         return
@@ -128,5 +108,5 @@ def sync() -> None:
     async def work(session: AsyncSession) -> list[str]:
         return await service.apply_stored(session, backend, settings.api_key_secret())
 
-    applied = _run(settings, work)
+    applied = run_in_transaction(settings, work)
     typer.echo(f"applied the configurations of {len(applied)} tenant(s) to {backend.name}")
