@@ -34,18 +34,20 @@ def clone(document: Document) -> Document:
     return copy.deepcopy(document)
 
 
-def receiver_index(document: Document, name: str) -> int | None:
-    for index, receiver in enumerate(document["receivers"]):
-        if receiver.get("name") == name:
-            return index
-    return None
-
-
-def time_interval_index(document: Document, name: str) -> int | None:
-    for index, entry in enumerate(document["time_intervals"]):
+def named_index(document: Document, section: str, name: str) -> int | None:
+    """Index of the entry called ``name`` in a named list (receivers, time_intervals)."""
+    for index, entry in enumerate(document[section]):
         if entry.get("name") == name:
             return index
     return None
+
+
+def receiver_index(document: Document, name: str) -> int | None:
+    return named_index(document, "receivers", name)
+
+
+def time_interval_index(document: Document, name: str) -> int | None:
+    return named_index(document, "time_intervals", name)
 
 
 def _routes(route: dict[str, Any]) -> list[dict[str, Any]]:

@@ -22,10 +22,9 @@ from tenantplane.alerting.document import (
     Document,
     clone,
     default_document,
-    receiver_index,
+    named_index,
     routes_using_receiver,
     routes_using_time_interval,
-    time_interval_index,
     without_nulls,
 )
 from tenantplane.alerting.models import AlertingCredentials
@@ -266,40 +265,55 @@ def reset_document(document: Document) -> None:
     document.update(default_document())
 
 
-def upsert_receiver(name: str, body: dict[str, Any]) -> Callable[[Document], tuple[Any, bool]]:
-    receiver = {**without_nulls(body), "name": name}
+def _upsert_named(section: str, entry: dict[str, Any]) -> Callable[[Document], tuple[Any, bool]]:
+    """Insert or replace the entry of a named list; the flag says whether it is new."""
 
     def change(document: Document) -> tuple[Any, bool]:
-        index = receiver_index(document, name)
+        index = named_index(document, section, entry["name"])
         if index is None:
-            document["receivers"].append(receiver)
-            return receiver, True
-        document["receivers"][index] = receiver
-        return receiver, False
+            document[section].append(entry)
+            return entry, True
+        document[section][index] = entry
+        return entry, False
 
     return change
 
 
-def receiver_focus(name: str) -> Callable[[Document], Focus]:
+def _named_focus(section: str, name: str) -> Callable[[Document], Focus]:
     def focus(document: Document) -> Focus:
-        return Focus(f"receivers[{receiver_index(document, name)}]")
+        return Focus(f"{section}[{named_index(document, section, name)}]")
 
     return focus
 
 
-def delete_receiver(name: str) -> Callable[[Document], None]:
+def _delete_named(
+    section: str, name: str, what: str, in_use: Callable[[Document, str], Any], code: str
+) -> Callable[[Document], None]:
+    """Delete an entry of a named list, refused (409) while a route refers to it."""
+
     def change(document: Document) -> None:
-        index = receiver_index(document, name)
+        index = named_index(document, section, name)
         if index is None:
-            raise NotFound(f"receiver {name}")
-        if routes_using_receiver(document, name):
+            raise NotFound(f"{what} {name}")
+        if in_use(document, name):
             raise Conflict(
-                f"receiver {name} is used by a route; change or delete the route first",
-                code="RECEIVER_IN_USE",
+                f"{what} {name} is used by a route; change or delete the route first", code=code
             )
-        del document["receivers"][index]
+        del document[section][index]
 
     return change
+
+
+def upsert_receiver(name: str, body: dict[str, Any]) -> Callable[[Document], tuple[Any, bool]]:
+    return _upsert_named("receivers", {**without_nulls(body), "name": name})
+
+
+def receiver_focus(name: str) -> Callable[[Document], Focus]:
+    return _named_focus("receivers", name)
+
+
+def delete_receiver(name: str) -> Callable[[Document], None]:
+    return _delete_named("receivers", name, "receiver", routes_using_receiver, "RECEIVER_IN_USE")
 
 
 def child_routes(document: Document) -> list[Any]:
@@ -387,39 +401,19 @@ def delete_template(filename: str) -> Callable[[Document], None]:
 
 
 def put_time_interval(name: str, intervals: list[Any]) -> Callable[[Document], tuple[Any, bool]]:
-    entry = {"name": name, "time_intervals": without_nulls(intervals)}
-
-    def change(document: Document) -> tuple[Any, bool]:
-        index = time_interval_index(document, name)
-        if index is None:
-            document["time_intervals"].append(entry)
-            return entry, True
-        document["time_intervals"][index] = entry
-        return entry, False
-
-    return change
+    return _upsert_named(
+        "time_intervals", {"name": name, "time_intervals": without_nulls(intervals)}
+    )
 
 
 def time_interval_focus(name: str) -> Callable[[Document], Focus]:
-    def focus(document: Document) -> Focus:
-        return Focus(f"time_intervals[{time_interval_index(document, name)}]")
-
-    return focus
+    return _named_focus("time_intervals", name)
 
 
 def delete_time_interval(name: str) -> Callable[[Document], None]:
-    def change(document: Document) -> None:
-        index = time_interval_index(document, name)
-        if index is None:
-            raise NotFound(f"time interval {name}")
-        if routes_using_time_interval(document, name):
-            raise Conflict(
-                f"time interval {name} is used by a route; change the route first",
-                code="TIME_INTERVAL_IN_USE",
-            )
-        del document["time_intervals"][index]
-
-    return change
+    return _delete_named(
+        "time_intervals", name, "time interval", routes_using_time_interval, "TIME_INTERVAL_IN_USE"
+    )
 
 
 # --- operators ---------------------------------------------------------------------------
