@@ -8,8 +8,9 @@ from typing import Any
 
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from tenantplane.http.asgi import StatusRecorder
 from tenantplane.http.route_index import templates_by_endpoint
 
 access_log = structlog.get_logger("tenantplane.access")
@@ -60,20 +61,13 @@ class ObservabilityMiddleware:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
-        status = 500
-
-        async def observe(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
+        recorder = StatusRecorder(send, default=500)
         try:
-            await self.app(scope, receive, observe)
+            await self.app(scope, receive, recorder)
         finally:
             elapsed = time.perf_counter() - started
             route, method = self.templates.of(scope), scope["method"]
-            self.metrics.requests.labels(route, method, str(status)).inc()
+            self.metrics.requests.labels(route, method, str(recorder.status)).inc()
             self.metrics.latency.labels(route, method).observe(elapsed)
             client = scope.get("client")
             access_log.info(
@@ -81,7 +75,7 @@ class ObservabilityMiddleware:
                 method=method,
                 path=scope["path"],
                 route=route,
-                status=status,
+                status=recorder.status,
                 duration_ms=round(elapsed * 1000, 2),
                 client=client[0] if client else None,
             )

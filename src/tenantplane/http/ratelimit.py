@@ -17,9 +17,10 @@ from limits import RateLimitItem, RateLimitItemPerSecond, parse
 from limits.aio.storage import Storage
 from limits.aio.strategies import MovingWindowRateLimiter
 from limits.storage import storage_from_string
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tenantplane.config import Settings
+from tenantplane.http.asgi import StatusRecorder
 from tenantplane.http.errors import ApiError
 
 log = structlog.get_logger(__name__)
@@ -117,18 +118,11 @@ class RateLimitMiddleware:
             )
             await error.response()(scope, receive, send)
             return
-        status = 0
-
-        async def observe(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
+        recorder = StatusRecorder(send, default=0)
         try:
-            await self.app(scope, receive, observe)
+            await self.app(scope, receive, recorder)
         finally:
-            if status == 401:
+            if recorder.status == 401:
                 await self._record_failure(ip)
 
     async def _check(self, ip: str) -> Verdict:
