@@ -3,16 +3,26 @@ UV ?= uv
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: install serve worker test lint format bench
+.PHONY: uv install install-runtime test-deps serve worker test test-lowest lint format bench
 
-install:
+uv:
 	@command -v $(UV) >/dev/null 2>&1 || python3 -m pip install --quiet uv
+
+install: uv
 	$(UV) sync --frozen
 
-serve: install
-	$(UV) run tenantplane serve --host $(HOST) --port $(PORT)
+# Serving needs only the runtime dependencies; --no-sync keeps `uv run` from adding dev ones back.
+install-runtime: uv
+	$(UV) sync --frozen --no-dev
 
-test: install
+serve: install-runtime
+	$(UV) run --no-sync tenantplane serve --host $(HOST) --port $(PORT)
+
+# Installs amtool/Alertmanager/chromium where it can (root on Debian), else fails naming the command.
+test-deps:
+	scripts/test-deps $(TEST_DEPS_ARGS)
+
+test: install test-deps
 	$(UV) run pytest -n 2 $(PYTEST_ARGS)
 
 lint: install
@@ -26,3 +36,14 @@ format: install
 
 bench: install
 	$(UV) run python -m bench
+
+# The lowest versions pyproject.toml allows, in their own environment (uv.lock is not touched):
+# a part of the suite proves the floors are high enough for the features the code uses.
+LOWEST_ENV ?= .venv-lowest
+LOWEST_TESTS ?= tests/http tests/apikey tests/test_cli.py tests/cluster/test_create.py
+test-lowest: uv test-deps
+	$(UV) pip compile --quiet pyproject.toml --group dev --resolution lowest-direct -o $(LOWEST_ENV).txt
+	$(UV) venv --quiet --allow-existing $(LOWEST_ENV)
+	$(UV) pip install --quiet -p $(LOWEST_ENV) -r $(LOWEST_ENV).txt
+	$(UV) pip install --quiet -p $(LOWEST_ENV) --no-deps -e .
+	$(LOWEST_ENV)/bin/python -m pytest -q -p no:cacheprovider -n 2 $(LOWEST_TESTS)

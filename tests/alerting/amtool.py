@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tenantplane.alerting.render import tenant_yaml
-from tests.backends import IN_CI
+from tests.backends import INSTALL_TOOLS
 
 _RESULT = re.compile(r"^Checking '(?P<path>[^']+)'\s+(?P<verdict>SUCCESS|FAILED: (?P<why>.*))$")
 
@@ -22,10 +22,11 @@ def amtool_path() -> str:
         "/usr/bin/amtool" if Path("/usr/bin/amtool").exists() else None
     )
     if found is None:
-        message = "amtool (Debian package prometheus-alertmanager) is not installed"
-        if IN_CI:
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+        pytest.fail(
+            "amtool (Debian package prometheus-alertmanager) is not installed; "
+            f"run: {INSTALL_TOOLS}",
+            pytrace=False,
+        )
     return found
 
 

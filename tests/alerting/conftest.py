@@ -15,7 +15,7 @@ from tenantplane.alerting.render import dump_yaml, shared_config
 from tenantplane.db.engine import Database
 from tenantplane.providers.alerting.alertmanager import TEMPLATE_DIR
 from tests.alerting.amtool import amtool_path
-from tests.backends import IN_CI
+from tests.backends import INSTALL_TOOLS
 from tests.conftest import make_settings
 from tests.fakes.mimir import FakeMimir, running_fake_mimir
 from tests.http_client import api_client, running_app
@@ -55,10 +55,10 @@ def _free_port() -> int:
 def alertmanager_binary() -> str:
     found = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
     if found is None:
-        message = "prometheus-alertmanager (Debian package) is not installed"
-        if IN_CI:
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+        pytest.fail(
+            f"prometheus-alertmanager (Debian package) is not installed; run: {INSTALL_TOOLS}",
+            pytrace=False,
+        )
     return found
 
 
