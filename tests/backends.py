@@ -37,7 +37,7 @@ def _admin_dsn() -> str:
 
 @contextmanager
 def postgres_database(prefix: str = "tenantplane_test") -> Iterator[str]:
-    """A fresh PostgreSQL database for this run; yields its asyncpg URL; dropped after."""
+    """A fresh PostgreSQL database for this run; yields its psycopg URL; dropped after."""
     name = f"{prefix}_{uuid.uuid4().hex[:12]}"
     try:
         admin = psycopg.connect(_admin_dsn(), autocommit=True, connect_timeout=5)
@@ -47,7 +47,7 @@ def postgres_database(prefix: str = "tenantplane_test") -> Iterator[str]:
     with admin:
         admin.execute(f'CREATE DATABASE "{name}"')
     try:
-        url = make_url(POSTGRES_URL).set(drivername="postgresql+asyncpg", database=name)
+        url = make_url(POSTGRES_URL).set(drivername="postgresql+psycopg", database=name)
         yield url.render_as_string(hide_password=False)
     finally:
         with psycopg.connect(_admin_dsn(), autocommit=True) as admin:

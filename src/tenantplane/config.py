@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./var/tenantplane.db"
+from tenantplane.db.urls import normalise_database_url
+
+
+def default_data_dir() -> Path:
+    """$XDG_DATA_HOME/tenantplane (~/.local/share/tenantplane): the same from every directory."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "tenantplane"
+
+
+def sqlite_url(path: Path) -> str:
+    return f"sqlite+aiosqlite:///{path}"
 
 
 class Settings(BaseSettings):
@@ -17,11 +28,15 @@ class Settings(BaseSettings):
         env_prefix="TENANTPLANE_", env_file=".env", extra="ignore", frozen=True
     )
 
-    database_url: str = DEFAULT_DATABASE_URL
+    # Where the embedded database, the generated secret key and the Alertmanager file live
+    # unless set one by one; never relative to the current directory.
+    data_dir: Path = Field(default_factory=default_data_dir)
+    # Default: SQLite at DATA_DIR/tenantplane.db.
+    database_url: str = ""
     redis_url: str | None = None
-    # Keys the API-key hash; generated into var/secret.key on first use when unset.
+    # Keys the API-key hash; generated into DATA_DIR/secret.key on first use when unset.
     secret_key: SecretStr | None = None
-    secret_key_file: Path = Path("var/secret.key")
+    secret_key_file: Path = Path()
 
     rate_limit: str = "1200/minute"
     trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
@@ -66,7 +81,8 @@ class Settings(BaseSettings):
     mimir_url: str | None = None
     # alertmanager: the shared Alertmanager's URL and the file it loads (--config.file).
     alertmanager_url: str | None = None
-    alertmanager_config_file: Path = Path("var/alertmanager/alertmanager.yml")
+    # Default: DATA_DIR/alertmanager/alertmanager.yml.
+    alertmanager_config_file: Path = Path()
     alerting_backend_timeout_seconds: float = 10.0
     billing_provider: Literal["none", "paddle"] = "none"
     # Billing (docs/billing.md; prices are in the plan catalogue, PLANS_FILE): where metered
@@ -95,6 +111,26 @@ class Settings(BaseSettings):
 
     log_level: str = "INFO"
     log_json: bool = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _under_data_dir(cls, data: Any) -> Any:
+        # Paths not set on their own follow DATA_DIR (set or default), resolved to absolute.
+        if not isinstance(data, dict):
+            return data
+        data_dir = Path(data.get("data_dir") or default_data_dir()).expanduser().absolute()
+        defaults = {
+            "data_dir": data_dir,
+            "database_url": sqlite_url(data_dir / "tenantplane.db"),
+            "secret_key_file": data_dir / "secret.key",
+            "alertmanager_config_file": data_dir / "alertmanager" / "alertmanager.yml",
+        }
+        return {**data, **{key: value for key, value in defaults.items() if not data.get(key)}}
+
+    @field_validator("database_url")
+    @classmethod
+    def _check_database_url(cls, value: str) -> str:
+        return normalise_database_url(value)
 
     @field_validator("trusted_proxies", mode="before")
     @classmethod

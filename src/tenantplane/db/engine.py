@@ -17,6 +17,8 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from tenantplane.db.urls import normalise_database_url
+
 
 def _sqlite_connect_hooks(engine: AsyncEngine) -> None:
     sync_engine = engine.sync_engine
@@ -40,6 +42,7 @@ def _sqlite_connect_hooks(engine: AsyncEngine) -> None:
 
 
 def make_engine(url: str) -> AsyncEngine:
+    url = normalise_database_url(url)
     parsed = make_url(url)
     options: dict[str, Any] = {}
     if parsed.get_backend_name() == "sqlite":

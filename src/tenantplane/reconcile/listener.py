@@ -1,7 +1,7 @@
 """Cross-process wake-up hints on PostgreSQL: LISTEN for the NOTIFY sent by writers.
 
 One dedicated connection per process (outside the pool: it idles in LISTEN for as long as
-the process lives), through whichever driver the database URL names. Lost connections are
+the process lives), through psycopg 3, the one PostgreSQL driver. Lost connections are
 re-established with a capped backoff; meanwhile the runners' idle poll covers the gap.
 """
 
@@ -20,27 +20,8 @@ log = structlog.get_logger(__name__)
 Wake = Callable[[str], None]
 
 
-def _dsn(url: str) -> tuple[str, str]:
-    parsed = make_url(url)
-    driver = parsed.get_dialect().driver
-    plain = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
-    return driver, plain
-
-
-async def _listen_asyncpg(dsn: str, wake: Wake, ready: asyncio.Event) -> None:
-    import asyncpg  # type: ignore[import-untyped]
-
-    connection = await asyncpg.connect(dsn)
-    closed = asyncio.Event()
-    connection.add_termination_listener(lambda _: closed.set())
-    try:
-        await connection.add_listener(
-            NOTIFY_CHANNEL, lambda _conn, _pid, _channel, payload: wake(str(payload))
-        )
-        ready.set()
-        await closed.wait()
-    finally:
-        await connection.close()
+def _dsn(url: str) -> str:
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
 async def _listen_psycopg(dsn: str, wake: Wake, ready: asyncio.Event) -> None:
@@ -55,13 +36,12 @@ async def _listen_psycopg(dsn: str, wake: Wake, ready: asyncio.Event) -> None:
 
 async def listen(url: str, wake: Wake, ready: asyncio.Event | None = None) -> None:
     """Call ``wake(name)`` for every hint from any process, until cancelled."""
-    driver, dsn = _dsn(url)
-    listener = _listen_asyncpg if driver == "asyncpg" else _listen_psycopg
+    dsn = _dsn(url)
     ready = ready or asyncio.Event()
     delay = 0.5
     while True:
         try:
-            await listener(dsn, wake, ready)
+            await _listen_psycopg(dsn, wake, ready)
         except asyncio.CancelledError:
             raise
         except Exception:
