@@ -4,26 +4,44 @@ from __future__ import annotations
 
 import asyncio
 import json
+from importlib.metadata import version as package_version
 from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
 from rich.table import Table
+from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.alerting.cli import app as alerting_app
 from tenantplane.apikey import service as apikey_service
 from tenantplane.billing import cli as billing_cli
-from tenantplane.cli_support import run_in_transaction
+from tenantplane.cli_support import (
+    DEBUG_KEY,
+    EXIT_USAGE,
+    CliError,
+    OperatorGroup,
+    database_unavailable,
+    load_settings,
+    run_in_transaction,
+)
 from tenantplane.cluster.cli import simulator_app
 from tenantplane.config import Settings
 from tenantplane.db.migrate import upgrade
+from tenantplane.db.urls import display_url
 from tenantplane.member.models import Role
 from tenantplane.tenant import service as tenant_service
 from tenantplane.tenant.models import Plan, Tenant
 from tenantplane.tenant.schemas import TenantRead
 
-app = typer.Typer(help="Operate a tenantplane control plane.", no_args_is_help=True)
+app = typer.Typer(
+    cls=OperatorGroup,
+    help="Operate a tenantplane control plane.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    # Plain help: the rich layout labels every flag `<bool>`.
+    rich_markup_mode=None,
+)
 tenant_app = typer.Typer(help="Create, change and list tenants.", no_args_is_help=True)
 app.add_typer(tenant_app, name="tenant")
 app.add_typer(alerting_app, name="alerting")
@@ -40,15 +58,66 @@ BOOTSTRAP_KEY_NAME = "bootstrap"
 OPERATOR_IDENTITY = "platform-operator"
 
 
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"tenantplane {package_version('tenantplane')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    ctx: typer.Context,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show the traceback of a failure.")
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """Operate a tenantplane control plane."""
+    ctx.meta[DEBUG_KEY] = debug
+
+
 def _tenant_json(tenant: Tenant) -> dict[str, Any]:
     return TenantRead.of(tenant).model_dump(mode="json", by_alias=True)
 
 
+def _migrate(settings: Settings) -> None:
+    try:
+        upgrade(settings.database_url)
+    except (OperationalError, DBAPIError, OSError) as exc:
+        raise database_unavailable(settings.database_url, exc) from exc
+
+
+def _echo_json(document: object) -> None:
+    typer.echo(json.dumps(document))
+
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+
+
 @app.command()
-def migrate() -> None:
+def migrate(as_json: JsonOption = False) -> None:
     """Bring the database schema up to date (idempotent)."""
-    upgrade(Settings().database_url)
+    settings = load_settings()
+    _migrate(settings)
+    if as_json:
+        _echo_json({"database": display_url(settings.database_url), "upToDate": True})
+        return
     console.print("database schema is up to date")
+
+
+def serving_summary(settings: Settings, host: str, port: int) -> str:
+    """The one start-up line: where it listens and what it is connected to."""
+    return (
+        f"tenantplane listening on http://{host}:{port}"
+        f" data dir {settings.data_dir}"
+        f" database {display_url(settings.database_url)}"
+        f" orchestrator {settings.orchestrator}"
+        f" alerting {settings.alerting_backend}"
+        f" billing {settings.billing_provider}"
+    )
 
 
 @app.command()
@@ -61,8 +130,9 @@ def serve(
 
     from tenantplane.app import create_app
 
-    settings = Settings()
-    upgrade(settings.database_url)
+    settings = load_settings()
+    _migrate(settings)
+    typer.echo(serving_summary(settings, host, port))
     uvicorn.run(
         create_app(settings),
         host=host,
@@ -79,7 +149,7 @@ def worker() -> None:
     """Run the reconcilers only (beside API replicas that set RUN_RECONCILERS=false)."""
     from tenantplane.reconcile.worker import run_worker
 
-    asyncio.run(run_worker(Settings()))
+    asyncio.run(run_worker(load_settings()))
 
 
 @tenant_app.command("create")
@@ -90,7 +160,7 @@ def tenant_create(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Create a tenant, its first admin and an admin API key named `bootstrap` (shown once)."""
-    settings = Settings()
+    settings = load_settings()
     secret = settings.api_key_secret()
 
     async def work(session: AsyncSession) -> tuple[Tenant, apikey_service.IssuedKey]:
@@ -133,7 +203,14 @@ def tenant_update(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Change a tenant's platform-managed fields."""
-    settings = Settings()
+    if plan is None and enforce_metrics_limit is None and enforce_log_limit is None:
+        raise CliError(
+            "NOTHING_TO_CHANGE",
+            "nothing to change: give --plan, --[no-]enforce-metrics-limit "
+            "or --[no-]enforce-log-limit",
+            EXIT_USAGE,
+        )
+    settings = load_settings()
 
     async def work(session: AsyncSession) -> dict[str, Any]:
         tenant = await tenant_service.update_platform_fields(
@@ -142,7 +219,14 @@ def tenant_update(
         return _tenant_json(tenant)
 
     tenant = run_in_transaction(settings, work)
-    typer.echo(json.dumps(tenant) if as_json else f"tenant {name} updated: {tenant}")
+    if as_json:
+        _echo_json(tenant)
+        return
+    typer.echo(
+        f"tenant {name} updated: plan {tenant['plan']}, "
+        f"enforceMetricsLimit {tenant['enforceMetricsLimit']}, "
+        f"enforceLogLimit {tenant['enforceLogLimit']}"
+    )
 
 
 @tenant_app.command("list")
@@ -154,7 +238,7 @@ def tenant_list(
     async def work(session: AsyncSession) -> list[dict[str, Any]]:
         return [_tenant_json(tenant) for tenant in await tenant_service.list_all(session)]
 
-    tenants = run_in_transaction(Settings(), work)
+    tenants = run_in_transaction(load_settings(), work)
     if as_json:
         typer.echo(json.dumps(tenants))
         return

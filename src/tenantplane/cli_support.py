@@ -1,23 +1,92 @@
-"""Shared by the operator commands: run one unit of work in a committed transaction."""
+"""Shared by the operator commands: transactions, exit codes and readable errors.
+
+Exit codes (README, docs/operations.md): 0 success, 1 refused (not found, conflict, a rule),
+2 usage (bad arguments, bad settings, invalid values), 3 unavailable (database or a backend
+cannot be reached). An error is one line on stderr, or ``{"error": {"code", "message"}}`` on
+stdout when ``--json`` was given; ``--debug`` shows the traceback instead.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
+import json
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
 
 import typer
+from pydantic import ValidationError
+from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession
+from typer.core import TyperGroup
+from typer.exceptions import TyperException
 
 from tenantplane.config import Settings
 from tenantplane.db.engine import Database
+from tenantplane.db.urls import display_url
 from tenantplane.http.errors import ApiError
 
 T = TypeVar("T")
 
+EXIT_OK = 0
+EXIT_REFUSED = 1
+EXIT_USAGE = 2
+EXIT_UNAVAILABLE = 3
+
+ENV_PREFIX = "TENANTPLANE_"
+DEBUG_KEY = "tenantplane.debug"
+
+
+class CliError(Exception):
+    """A failure the operator can act on: a code, one readable message and an exit code."""
+
+    def __init__(self, code: str, message: str, exit_code: int = EXIT_REFUSED) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.exit_code = exit_code
+
+
+class Unavailable(CliError):
+    def __init__(self, message: str) -> None:
+        super().__init__("UNAVAILABLE", message, EXIT_UNAVAILABLE)
+
+
+def load_settings() -> Settings:
+    """Settings, or a usage error naming the environment variable that is wrong."""
+    try:
+        return Settings()
+    except ValidationError as exc:
+        problems = [
+            f"{ENV_PREFIX}{'_'.join(str(part) for part in error['loc']).upper()}: {error['msg']}"
+            for error in exc.errors()
+        ]
+        raise CliError("INVALID_SETTING", "; ".join(problems), EXIT_USAGE) from exc
+
+
+def _api_error(exc: ApiError) -> CliError:
+    # Validation errors are the caller's values (usage); anything else is a refusal.
+    exit_code = EXIT_USAGE if exc.status in (400, 422) else EXIT_REFUSED
+    code = exc.code or {404: "NOT_FOUND", 409: "CONFLICT"}.get(exc.status, "REFUSED")
+    message = exc.error if not exc.field else f"{exc.field}: {exc.error}"
+    return CliError(code, message, exit_code)
+
+
+def database_unavailable(url: str, exc: BaseException) -> Unavailable:
+    cause = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+    if "no such table" in cause or "does not exist" in cause:
+        return Unavailable(
+            f"the database {display_url(url)} has no tenantplane schema yet: "
+            "run `tenantplane migrate` first."
+        )
+    return Unavailable(
+        f"cannot use the database {display_url(url)}: {cause}. "
+        f"Check {ENV_PREFIX}DATABASE_URL and that the database is running."
+    )
+
 
 def run_in_transaction(settings: Settings, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
-    """Commit when ``work`` succeeds; a refused operation (ApiError) exits 1 with its message."""
+    """Commit when ``work`` succeeds; refusals and an unreachable database become CliError."""
 
     async def run() -> T:
         database = Database.connect(settings.database_url)
@@ -27,8 +96,63 @@ def run_in_transaction(settings: Settings, work: Callable[[AsyncSession], Awaita
         finally:
             await database.dispose()
 
+    return run_async(settings, run())
+
+
+def run_async(settings: Settings, work: Awaitable[T]) -> T:
+    async def wrapped() -> T:
+        return await work
+
     try:
-        return asyncio.run(run())
+        return asyncio.run(wrapped())
     except ApiError as exc:
-        typer.echo(f"error: {exc.error}", err=True)
-        raise typer.Exit(1) from exc
+        raise _api_error(exc) from exc
+    except (OperationalError, DBAPIError, OSError) as exc:
+        raise database_unavailable(settings.database_url, exc) from exc
+
+
+def _wants_json(args: Sequence[str]) -> bool:
+    return "--json" in args
+
+
+def print_error(error: CliError, as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps({"error": {"code": error.code, "message": error.message}}))
+    else:
+        typer.echo(f"error: {error.message}", err=True)
+
+
+class OperatorGroup(TyperGroup):
+    """The top-level command: turns every failure into one readable line and its exit code."""
+
+    def main(self, args: Sequence[str] | None = None, *pargs: Any, **kwargs: Any) -> Any:
+        self._argv = list(sys.argv[1:] if args is None else args)
+        return super().main(args, *pargs, **kwargs)
+
+    def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]
+        argv: list[str] = getattr(self, "_argv", [])
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort):
+            raise
+        except Exception as exc:
+            # The global --debug (set by the callback, which has run by now) wants the traceback.
+            if ctx.meta.get(DEBUG_KEY):
+                raise
+            error = to_cli_error(exc)
+            print_error(error, _wants_json(argv))
+            raise typer.Exit(error.exit_code) from exc
+
+
+def to_cli_error(exc: Exception) -> CliError:
+    if isinstance(exc, CliError):
+        return exc
+    if isinstance(exc, TyperException):
+        # Bad arguments and options (typer's usage errors): the message names the option.
+        message = getattr(exc, "format_message", lambda: str(exc))()
+        return CliError("USAGE", str(message), EXIT_USAGE)
+    if isinstance(exc, ApiError):
+        return _api_error(exc)
+    return CliError(
+        "INTERNAL", f"unexpected {type(exc).__name__}: {exc} (run again with --debug for details)"
+    )

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from dataclasses import asdict
+from datetime import UTC, datetime
 from typing import Annotated, Literal
 
 import typer
 from sqlalchemy import update
 
+from tenantplane.cli_support import EXIT_USAGE, CliError, load_settings, run_async
 from tenantplane.cluster.models import Cluster
 from tenantplane.cluster.repository import ClusterRepository
-from tenantplane.config import Settings
 from tenantplane.db.base import utcnow
 from tenantplane.db.engine import Database
 from tenantplane.providers.orchestrator import Observation
@@ -29,11 +29,24 @@ simulator_app = typer.Typer(
 ComponentOption = Annotated[str, typer.Option(help="Which replicas fail: control-plane or etcd.")]
 
 
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def _json_value(value: object) -> object:
+    # As the API writes them: RFC 3339 in UTC with Z.
+    if isinstance(value, datetime):
+        aware = value if value.tzinfo else value.replace(tzinfo=UTC)
+        return aware.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    return value
+
+
 async def _cluster_uid(database: Database, tenant: str, name: str) -> str:
     async with database.transaction() as session:
         cluster = await ClusterRepository.from_session(session).find(tenant, name)
         if cluster is None:
-            raise typer.BadParameter(f"no cluster {name} in tenant {tenant}")
+            raise CliError("NOT_FOUND", f"no cluster {name} in tenant {tenant}")
         return cluster.uid
 
 
@@ -48,7 +61,7 @@ async def _nudge(database: Database, uid: str) -> None:
 def _run(
     tenant: str, name: str, action: Literal["fail", "recover", "show"], **options: object
 ) -> None:
-    settings = Settings()
+    settings = load_settings()
 
     async def work() -> Observation | dict[str, object]:
         database = Database.connect(settings.database_url)
@@ -58,9 +71,11 @@ def _run(
             if action == "show":
                 state = await simulator.state(uid)
                 if state is None:
-                    raise typer.BadParameter("the simulator has not provisioned this cluster yet")
+                    raise CliError(
+                        "NOT_PROVISIONED", "the simulator has not provisioned this cluster yet"
+                    )
                 return {
-                    column.name: getattr(state, column.name)
+                    _camel(column.name): _json_value(getattr(state, column.name))
                     for column in state.__table__.columns
                     if column.name != "certificate_authority"
                 }
@@ -78,9 +93,11 @@ def _run(
             await database.dispose()
 
     try:
-        result = asyncio.run(work())
+        result = run_async(settings, work())
     except UnknownSimulatedCluster as exc:
-        raise typer.BadParameter("the simulator has no running deployment of this cluster") from exc
+        raise CliError(
+            "NOT_PROVISIONED", "the simulator has no running deployment of this cluster"
+        ) from exc
     if isinstance(result, Observation):
         summary = {
             "stage": result.stage,
@@ -90,7 +107,7 @@ def _run(
         }
         typer.echo(json.dumps(summary))
     else:
-        typer.echo(json.dumps(result, default=str))
+        typer.echo(json.dumps(result))
 
 
 @simulator_app.command("fail-replica")
@@ -102,7 +119,7 @@ def fail_replica(
 ) -> None:
     """Make replicas of a cluster unready (they stay down until `recover`)."""
     if component not in ("control-plane", "etcd"):
-        raise typer.BadParameter("component must be control-plane or etcd")
+        raise CliError("USAGE", "--component must be control-plane or etcd", EXIT_USAGE)
     _run(tenant, cluster, "fail", component=component, count=count)
 
 
