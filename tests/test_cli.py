@@ -1,4 +1,4 @@
-"""The operator interface (DESIGN: a contract that scripts outside this repo depend on)."""
+"""The operator interface (docs/design.md: a contract that scripts outside this repo depend on)."""
 
 from __future__ import annotations
 
