@@ -29,6 +29,8 @@ lint: install
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
 	$(UV) run mypy
+	# An undeclared, unused or misplaced (dev-only) dependency of the application fails the build.
+	$(UV) run deptry src
 
 format: install
 	$(UV) run ruff format .
