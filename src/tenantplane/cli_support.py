@@ -19,7 +19,6 @@ from pydantic import ValidationError
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession
 from typer.core import TyperGroup
-from typer.exceptions import TyperException
 
 from tenantplane.config import Settings
 from tenantplane.db.engine import Database
@@ -147,10 +146,11 @@ class OperatorGroup(TyperGroup):
 def to_cli_error(exc: Exception) -> CliError:
     if isinstance(exc, CliError):
         return exc
-    if isinstance(exc, TyperException):
-        # Bad arguments and options (typer's usage errors): the message names the option.
-        message = getattr(exc, "format_message", lambda: str(exc))()
-        return CliError("USAGE", str(message), EXIT_USAGE)
+    format_message = getattr(exc, "format_message", None)
+    if callable(format_message):
+        # Bad arguments and options: click's usage errors (vendored by newer typer releases,
+        # hence recognised by shape); the message names the option.
+        return CliError("USAGE", str(format_message()), EXIT_USAGE)
     if isinstance(exc, ApiError):
         return _api_error(exc)
     return CliError(
