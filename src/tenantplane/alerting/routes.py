@@ -23,6 +23,8 @@ from tenantplane.alerting.schemas import (
     TimeIntervalWrite,
 )
 from tenantplane.alerting.service import Focus, TenantRef
+from tenantplane.alerting.validation import ConfigError
+from tenantplane.alerting.validation.limits import check_name
 from tenantplane.db.session import SessionDep
 from tenantplane.http.auth import Principal, TenantAdmin, TenantMember
 from tenantplane.http.errors import NotFound, ValidationFailed, error_responses
@@ -33,7 +35,6 @@ router = APIRouter(prefix="/tenants/{tenant}/alerting", tags=["alerting"])
 T = TypeVar("T")
 
 _ROUTE_INDEX = re.compile(r"^[0-9]{1,6}$")
-MAX_NAME_LENGTH = 200
 
 
 def get_backend(request: Request) -> AlertingBackend:
@@ -88,12 +89,12 @@ def _tenant(principal: Principal) -> TenantRef:
 
 
 def _check_name(value: str, what: str) -> str:
-    if not value or len(value) > MAX_NAME_LENGTH or any(ord(c) < 0x20 for c in value):
-        raise ValidationFailed(
-            f"invalid {what} name: 1-{MAX_NAME_LENGTH} characters, no control characters",
-            field="name",
-            code="INVALID_NAME",
-        )
+    """The same rule as names inside a body (validation.limits), so every name stored
+    through `PUT /config` is addressable by its own path, and the reverse."""
+    try:
+        check_name(value, "name", what)
+    except ConfigError as exc:
+        raise ValidationFailed(exc.message, field="name", code=exc.code) from None
     return value
 
 

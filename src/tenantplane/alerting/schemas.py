@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import Body
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict
 
 from tenantplane.http.schemas import InputModel, OutputModel
 
@@ -18,7 +18,7 @@ JsonObject = Annotated[dict[str, Any], Body()]
 
 
 class TemplateWrite(InputModel):
-    contents: Annotated[str, Field(max_length=512 * 1024)]
+    contents: str  # size and nesting limits: validation.gotemplate, on every write path
 
 
 class TemplateRead(OutputModel):
