@@ -13,6 +13,7 @@ from tenantplane.alerting.validation.gotemplate import MAX_TEMPLATE_BYTES, MAX_T
 from tenantplane.alerting.validation.limits import MAX_ROUTE_DEPTH
 from tests.alerting.test_config_api import get, put
 from tests.factories import Factory, TenantFixture
+from tests.http_client import bearer
 
 WEBHOOK = {"webhook_configs": [{"url": "https://hooks.example.com/alerts"}]}
 
@@ -35,7 +36,7 @@ async def assert_refused(
     path: str,
     body: Any,
     code: str,
-    field: str,
+    field: str | None,
 ) -> None:
     """400 with the code and field, the ETag unchanged and every read still answering."""
     before = await get(client, tenant, "config")
@@ -237,3 +238,39 @@ async def test_nul_characters_and_huge_numbers_do_not_break_storage(
         "VALIDATION_FAILED",
         "telegram_configs[0].chat_id",
     )
+
+
+async def test_huge_numbers_in_time_intervals_are_refused_as_go_would(
+    client: httpx.AsyncClient, factory: Factory
+) -> None:
+    tenant = await factory.tenant()
+    for field in ("days_of_month", "years", "months"):
+        await assert_refused(
+            client,
+            tenant,
+            "time-intervals/w",
+            {"time_intervals": [{field: ["1:" + "9" * 5000]}]},
+            "INVALID_TIME_INTERVAL",
+            f"time_intervals[0].{field}[0]",
+        )
+    response = await put(
+        client, tenant, "time-intervals/w", {"time_intervals": [{"years": ["1:" + "9" * 30]}]}
+    )
+    assert "value out of range" in response.json()["message"]
+
+
+async def test_bodies_that_are_not_json_objects_are_refused(
+    client: httpx.AsyncClient, factory: Factory
+) -> None:
+    tenant = await factory.tenant()
+    headers = {**bearer(tenant.admin_key), "Content-Type": "application/json"}
+    for path in ("config", "route", "routes/0", "global", "receivers/x"):
+        before = await get(client, tenant, "config")
+        malformed = await client.put(
+            f"{tenant.path}/alerting/{path}", content=b'{"receiver": ', headers=headers
+        )
+        assert malformed.status_code == 400, path
+        assert malformed.json()["code"] == "MALFORMED_JSON", path
+        await assert_refused(client, tenant, path, ["receiver"], "VALIDATION_FAILED", None)
+        after = await get(client, tenant, "config")
+        assert after.headers["ETag"] == before.headers["ETag"]
