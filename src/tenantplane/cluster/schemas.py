@@ -3,10 +3,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import Field, StrictBool, field_validator
+from pydantic import Field, StrictBool, ValidationInfo, field_validator
 
 from tenantplane.cluster.models import Cluster
-from tenantplane.cluster.quantity import BYTE_UNIT, QuantityError, positive_amount
+from tenantplane.cluster.quantity import BYTE_UNIT, CPU_UNIT, QuantityError, positive_amount
 from tenantplane.http.names import ResourceName
 from tenantplane.http.schemas import InputModel, OutputModel
 
@@ -20,10 +20,13 @@ class ResourcesInput(InputModel):
 
     @field_validator("cpu", "memory", "storage")
     @classmethod
-    def _quantity(cls, value: str | None) -> str | None:
+    def _quantity(cls, value: str | None, info: ValidationInfo) -> str | None:
+        # Normalised in the unit the column holds (millicores for cpu), so that a value
+        # that fits as bytes but not as millicores is refused here, not in the service.
+        unit = CPU_UNIT if info.field_name == "cpu" else BYTE_UNIT
         if value is not None:
             try:
-                positive_amount(value, BYTE_UNIT)
+                positive_amount(value, unit)
             except QuantityError as exc:
                 raise ValueError(str(exc)) from exc
         return value
