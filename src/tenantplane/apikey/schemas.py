@@ -1,17 +1,17 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
 
-from pydantic import AwareDatetime, Field
+from pydantic import AwareDatetime
 
 from tenantplane.apikey.models import ApiKey
 from tenantplane.http.schemas import InputModel, OutputModel
+from tenantplane.http.text import DisplayText
 from tenantplane.member.models import Role
 
 
 class ApiKeyCreate(InputModel):
-    display_name: Annotated[str, Field(min_length=1, max_length=200)]
+    display_name: DisplayText
     role: Role
     expires_at: AwareDatetime | None = None
 

@@ -9,6 +9,7 @@ from tenantplane.cluster.models import Cluster
 from tenantplane.cluster.quantity import BYTE_UNIT, CPU_UNIT, QuantityError, positive_amount
 from tenantplane.http.names import ResourceName
 from tenantplane.http.schemas import InputModel, OutputModel
+from tenantplane.http.text import DisplayText
 
 
 class ResourcesInput(InputModel):
@@ -34,8 +35,9 @@ class ResourcesInput(InputModel):
 
 class ClusterCreate(InputModel):
     name: ResourceName
-    # Deprecated: accepted and ignored (always equal to name in responses).
-    display_name: str | None = None
+    # Deprecated: accepted and ignored (always equal to name in responses), but still text
+    # a person typed, so it follows the same character policy.
+    display_name: DisplayText | None = None
     # Checked by the service, which answers CLUSTER_DEDICATED_UNSUPPORTED for dedicated.
     type: str = "shared"
     version: str | None = None
@@ -48,7 +50,7 @@ class ClusterUpdate(InputModel):
     """Every field optional; only those present are considered."""
 
     name: str | None = None
-    display_name: str | None = None
+    display_name: DisplayText | None = None
     type: str | None = None
     version: str | None = None
     high_availability: StrictBool | None = None
