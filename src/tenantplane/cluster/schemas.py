@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from pydantic import Field, StrictBool, ValidationInfo, field_validator
@@ -8,7 +7,7 @@ from pydantic import Field, StrictBool, ValidationInfo, field_validator
 from tenantplane.cluster.models import Cluster
 from tenantplane.cluster.quantity import BYTE_UNIT, CPU_UNIT, QuantityError, positive_amount
 from tenantplane.http.names import ResourceName
-from tenantplane.http.schemas import InputModel, OutputModel
+from tenantplane.http.schemas import InputModel, OutputModel, UtcDateTime
 from tenantplane.http.text import DisplayText
 
 
@@ -78,7 +77,7 @@ class ClusterStatusRead(OutputModel):
     conditions: list[dict[str, Any]]
     metrics: dict[str, Any]
     ha_configured: bool
-    ha_enabled_at: datetime | None
+    ha_enabled_at: UtcDateTime | None
     ha_phase: str
     ha_replicas_desired: int
     ha_replicas_ready: int
@@ -94,7 +93,7 @@ class ClusterRead(OutputModel):
     high_availability: bool
     resources: ResourcesRead
     alerts: dict[str, Any]
-    created_at: datetime
+    created_at: UtcDateTime
     resource_version: str
     status: ClusterStatusRead
     warnings: list[Warning] = Field(default_factory=list)
