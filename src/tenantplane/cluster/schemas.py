@@ -71,6 +71,9 @@ class ResourcesRead(OutputModel):
 
 
 class ClusterStatusRead(OutputModel):
+    # The spec generation the reconciler last acted on (as in Kubernetes): behind the
+    # cluster's generation while a change is pending.
+    observed_generation: int
     phase: str
     endpoint: str
     kubernetes_version: str
@@ -114,6 +117,7 @@ class ClusterRead(OutputModel):
             created_at=cluster.created_at,
             resource_version=str(cluster.resource_version),
             status=ClusterStatusRead(
+                observed_generation=cluster.observed_generation,
                 phase=cluster.phase,
                 endpoint=cluster.endpoint,
                 kubernetes_version=cluster.kubernetes_version,
