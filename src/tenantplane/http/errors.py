@@ -151,7 +151,7 @@ def field_path(loc: Sequence[int | str]) -> str:
 def _validation_error(exc: RequestValidationError) -> ApiError:
     errors: Sequence[Any] = exc.errors()
     first = errors[0] if errors else {"type": "value_error", "loc": (), "msg": "invalid request"}
-    kind = first.get("type", "")
+    kind = str(first.get("type", ""))
     loc = tuple(first.get("loc", ()))
     where, rest = (loc[0], loc[1:]) if loc else ("body", ())
     name = field_path(rest) or None
@@ -164,13 +164,15 @@ def _validation_error(exc: RequestValidationError) -> ApiError:
     message = str(first.get("msg", "invalid value"))
     # pydantic prefixes custom errors with "Value error, "; the client needs only the reason.
     message = message.removeprefix("Value error, ")
+    # Custom errors whose type is an upper-case code carry that code to the envelope.
+    code = kind if kind.isupper() else "VALIDATION_FAILED"
     if name and kind in {"missing"}:
         message = f"{name} is required"
     elif name:
         message = f"{name}: {message}"
     if where in {"path", "query", "header"}:
         message = f"invalid {where} parameter {message}"
-    return ValidationFailed(message, field=name)
+    return ValidationFailed(message, field=name, code=code)
 
 
 _STATUS_CODES = {
