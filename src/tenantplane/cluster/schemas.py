@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field, StrictBool, field_validator
 
@@ -33,8 +33,9 @@ class ClusterCreate(InputModel):
     name: ResourceName
     # Deprecated: accepted and ignored (always equal to name in responses).
     display_name: str | None = None
-    # Checked by the service, which answers CLUSTER_DEDICATED_UNSUPPORTED for dedicated.
-    type: str = "shared"
+    # Checked by the service, which answers CLUSTER_DEDICATED_UNSUPPORTED for dedicated;
+    # the document names the one value accepted.
+    type: Annotated[str, Field(json_schema_extra={"enum": ["shared"]})] = "shared"
     version: str | None = None
     high_availability: StrictBool = False
     resources: ResourcesInput | None = None
@@ -73,7 +74,8 @@ class ClusterStatusRead(OutputModel):
     conditions: list[dict[str, Any]]
     metrics: dict[str, Any]
     ha_configured: bool
-    ha_enabled_at: datetime | None
+    # Omitted (responses exclude None) until HA is first configured: not required.
+    ha_enabled_at: datetime | None = None
     ha_phase: str
     ha_replicas_desired: int
     ha_replicas_ready: int
