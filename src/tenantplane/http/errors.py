@@ -11,9 +11,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Match
+from starlette.routing import compile_path
 
 from tenantplane.http.request_id import REQUEST_ID_HEADER, request_id_of
+from tenantplane.http.route_index import api_routes
 
 log = structlog.get_logger(__name__)
 
@@ -185,11 +186,13 @@ _STATUS_CODES = {
 def allowed_methods(request: Request) -> str:
     """Every method some route serves on this path. Starlette's own 405 names only the
     methods of the first route matching the path, while each method here is its own route."""
+    path = request.scope["path"]
     methods: set[str] = set()
-    for route in request.app.router.routes:
-        route_methods = getattr(route, "methods", None)
-        if route_methods and route.matches(request.scope)[0] is not Match.NONE:
-            methods.update(route_methods)
+    for item in api_routes(request.app.router.routes):
+        if compile_path(item.path)[0].match(path):
+            methods.add(item.method)
+    if "GET" in methods:
+        methods.add("HEAD")
     return ", ".join(sorted(methods))
 
 

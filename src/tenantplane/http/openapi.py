@@ -8,7 +8,9 @@ applied here, from the routes themselves.
 from __future__ import annotations
 
 import inspect
+import json
 import re
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -198,3 +200,26 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
     if app.openapi_schema is None:
         app.openapi_schema = build_document(app)
     return app.openapi_schema
+
+
+def render(document: dict[str, Any]) -> str:
+    """The committed form of the document (docs/openapi.json): stable key order."""
+    return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def main() -> None:
+    """`make openapi`: print the document the app serves (no database is touched)."""
+    from pydantic import SecretStr
+
+    from tenantplane.app import create_app  # the app imports this module
+    from tenantplane.config import Settings
+
+    # Neither value reaches the document; both keep this from reading the environment.
+    settings = Settings(
+        _env_file=None, database_url="sqlite+aiosqlite:///:memory:", secret_key=SecretStr("unused")
+    )
+    sys.stdout.write(render(create_app(settings).openapi()))
+
+
+if __name__ == "__main__":
+    main()
