@@ -131,6 +131,13 @@ def _secure(operation: dict[str, Any], route: APIRoute) -> None:
     operation["security"] = [{BEARER_SCHEME: []}]
 
 
+def _upsert_created(operation: dict[str, Any]) -> None:
+    """Every PUT here is an idempotent upsert: 201 when it created, 200 when it replaced."""
+    responses = operation.setdefault("responses", {})
+    if "200" in responses and "201" not in responses:
+        responses["201"] = {**responses["200"], "description": "Created"}
+
+
 def _common_errors(operation: dict[str, Any]) -> None:
     responses = operation.setdefault("responses", {})
     responses.pop("422", None)
@@ -189,6 +196,8 @@ def build_document(app: FastAPI) -> dict[str, Any]:
         _describe(operation, item.route)
         if item.route.name == "paddle_webhook":
             _document_webhook(operation)
+        if method == "put":
+            _upsert_created(operation)
         _common_errors(operation)
         if item.path.startswith(API_PREFIX + "/"):
             _secure(operation, item.route)
