@@ -3,7 +3,7 @@ UV ?= uv
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: install serve worker test lint format bench
+.PHONY: install serve worker test lint format bench openapi
 
 install:
 	@command -v $(UV) >/dev/null 2>&1 || python3 -m pip install --quiet uv
@@ -26,3 +26,7 @@ format: install
 
 bench: install
 	$(UV) run python -m bench
+
+# The OpenAPI document the app serves, committed as docs/openapi.json (a test compares them).
+openapi: install
+	$(UV) run python -m tenantplane.http.openapi > docs/openapi.json

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field, StrictBool, ValidationInfo, field_validator
 
@@ -37,8 +37,9 @@ class ClusterCreate(InputModel):
     # Deprecated: accepted and ignored (always equal to name in responses), but still text
     # a person typed, so it follows the same character policy.
     display_name: DisplayText | None = None
-    # Checked by the service, which answers CLUSTER_DEDICATED_UNSUPPORTED for dedicated.
-    type: str = "shared"
+    # Checked by the service, which answers CLUSTER_DEDICATED_UNSUPPORTED for dedicated;
+    # the document names the one value accepted.
+    type: Annotated[str, Field(json_schema_extra={"enum": ["shared"]})] = "shared"
     version: str | None = None
     high_availability: StrictBool = False
     resources: ResourcesInput | None = None
@@ -80,7 +81,8 @@ class ClusterStatusRead(OutputModel):
     conditions: list[dict[str, Any]]
     metrics: dict[str, Any]
     ha_configured: bool
-    ha_enabled_at: UtcDateTime | None
+    # Omitted (responses exclude None) until HA is first configured: not required.
+    ha_enabled_at: UtcDateTime | None = None
     ha_phase: str
     ha_replicas_desired: int
     ha_replicas_ready: int

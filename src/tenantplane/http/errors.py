@@ -11,8 +11,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import compile_path
 
 from tenantplane.http.request_id import REQUEST_ID_HEADER, request_id_of
+from tenantplane.http.route_index import api_routes
 
 log = structlog.get_logger(__name__)
 
@@ -183,6 +185,19 @@ _STATUS_CODES = {
 }
 
 
+def allowed_methods(request: Request) -> str:
+    """Every method some route serves on this path. Starlette's own 405 names only the
+    methods of the first route matching the path, while each method here is its own route."""
+    path = request.scope["path"]
+    methods: set[str] = set()
+    for item in api_routes(request.app.router.routes):
+        if compile_path(item.path)[0].match(path):
+            methods.add(item.method)
+    if "GET" in methods:
+        methods.add("HEAD")
+    return ", ".join(sorted(methods))
+
+
 def install_error_handlers(app: FastAPI) -> None:
     async def on_api_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, ApiError)
@@ -192,10 +207,12 @@ def install_error_handlers(app: FastAPI) -> None:
         assert isinstance(exc, RequestValidationError)
         return _validation_error(exc).response()
 
-    async def on_http_error(_: Request, exc: Exception) -> JSONResponse:
+    async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
         error, code = _STATUS_CODES.get(exc.status_code, (str(exc.detail), None))
         headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            headers["Allow"] = allowed_methods(request)
         return ApiError(exc.status_code, error, code=code, headers=headers).response()
 
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
