@@ -169,6 +169,6 @@ async def test_a_non_json_content_type_is_refused_before_the_body_is_read(
         content=b'{"name": "hostile"}',
         headers={**bearer(tenant.admin_key), "Content-Type": "text/plain"},
     )
-    assert response.status_code == 400
+    assert response.status_code == 415
     assert response.json()["code"] == "UNSUPPORTED_MEDIA_TYPE"
     await assert_nothing_stored(client, tenant)

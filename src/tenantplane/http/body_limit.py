@@ -72,7 +72,7 @@ class RequestBodyMiddleware:
         has_body = (declared.isdigit() and int(declared) > 0) or b"transfer-encoding" in headers
         if has_body and content_type and not _is_json(content_type):
             error = ApiError(
-                400,
+                415,
                 "request body must be JSON (Content-Type: application/json)",
                 code="UNSUPPORTED_MEDIA_TYPE",
             )

@@ -29,7 +29,7 @@ class ErrorEnvelope(BaseModel):
     severity: str | None = None
 
 
-_DESCRIPTIONS = {
+STATUS_DESCRIPTIONS = {
     400: "Invalid request (validation failure, unknown field, invalid name or id)",
     401: "Missing or invalid authentication",
     403: "Insufficient permission for the tenant or role",
@@ -37,6 +37,7 @@ _DESCRIPTIONS = {
     409: "Conflict with the current state",
     412: "If-Match does not match the current ETag",
     413: "Request body too large",
+    415: "Request body is not JSON (Content-Type)",
     429: "Rate limited; Retry-After carries seconds",
     500: "Internal server error",
     502: "Upstream provider unavailable",
@@ -47,7 +48,7 @@ _DESCRIPTIONS = {
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI `responses` entries for the given error statuses, all in the envelope."""
     return {
-        status: {"model": ErrorEnvelope, "description": _DESCRIPTIONS[status]}
+        status: {"model": ErrorEnvelope, "description": STATUS_DESCRIPTIONS[status]}
         for status in statuses
     }
 

@@ -20,7 +20,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 
 from tenantplane.http.auth import Access, access_level_of
-from tenantplane.http.errors import ErrorEnvelope
+from tenantplane.http.errors import STATUS_DESCRIPTIONS, ErrorEnvelope
 from tenantplane.http.route_index import api_routes
 
 API_PREFIX = "/api/v1"
@@ -131,13 +131,6 @@ def _secure(operation: dict[str, Any], route: APIRoute) -> None:
     operation["security"] = [{BEARER_SCHEME: []}]
 
 
-def _upsert_created(operation: dict[str, Any]) -> None:
-    """Every PUT here is an idempotent upsert: 201 when it created, 200 when it replaced."""
-    responses = operation.setdefault("responses", {})
-    if "200" in responses and "201" not in responses:
-        responses["201"] = {**responses["200"], "description": "Created"}
-
-
 def _common_errors(operation: dict[str, Any]) -> None:
     responses = operation.setdefault("responses", {})
     responses.pop("422", None)
@@ -147,7 +140,8 @@ def _common_errors(operation: dict[str, Any]) -> None:
         {"Allow": {"description": "The methods this path supports", "schema": {"type": "string"}}},
     )
     if "requestBody" in operation:
-        responses.setdefault("413", _error("Request body too large"))
+        responses.setdefault("413", _error(STATUS_DESCRIPTIONS[413]))
+        responses.setdefault("415", _error(STATUS_DESCRIPTIONS[415]))
 
 
 def _document_webhook(operation: dict[str, Any]) -> None:
@@ -196,8 +190,6 @@ def build_document(app: FastAPI) -> dict[str, Any]:
         _describe(operation, item.route)
         if item.route.name == "paddle_webhook":
             _document_webhook(operation)
-        if method == "put":
-            _upsert_created(operation)
         _common_errors(operation)
         if item.path.startswith(API_PREFIX + "/"):
             _secure(operation, item.route)
