@@ -3,7 +3,7 @@ UV ?= uv
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: uv install install-runtime test-deps serve worker test test-lowest lint format bench
+.PHONY: uv install install-runtime test-deps serve worker test test-lowest lint format bench openapi
 
 uv:
 	@command -v $(UV) >/dev/null 2>&1 || python3 -m pip install --quiet uv
@@ -49,3 +49,7 @@ test-lowest: uv test-deps
 	$(UV) pip install --quiet -p $(LOWEST_ENV) -r $(LOWEST_ENV).txt
 	$(UV) pip install --quiet -p $(LOWEST_ENV) --no-deps -e .
 	$(LOWEST_ENV)/bin/python -m pytest -q -p no:cacheprovider -n 2 $(LOWEST_TESTS)
+
+# The OpenAPI document the app serves, committed as docs/openapi.json (a test compares them).
+openapi: install
+	$(UV) run python -m tenantplane.http.openapi > docs/openapi.json

@@ -23,7 +23,10 @@ from tenantplane.http.auth import Access, access_level_of
 
 STRICTNESS = [Access.public, Access.authenticated, Access.member, Access.admin]
 # Served by FastAPI itself (OpenAPI document and its viewers): public by construction.
-FRAMEWORK_PATHS = frozenset({"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+# The viewers and their assets are served from the app (fastapi-offline), not a CDN.
+FRAMEWORK_PATHS = frozenset(
+    {"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc", "/static-offline-docs"}
+)
 IGNORED_METHODS = frozenset({"HEAD", "OPTIONS"})
 
 
@@ -76,10 +79,10 @@ def operations(app: FastAPI) -> list[Operation]:
     for route in iter_route_contexts(app.routes):
         path = route.path or repr(route.original_route)
         level: Access | None = None
-        if isinstance(route.original_route, APIRoute):
-            level = declared_level(route)
-        elif path in FRAMEWORK_PATHS:
+        if path in FRAMEWORK_PATHS:
             level = Access.public
+        elif isinstance(route.original_route, APIRoute):
+            level = declared_level(route)
         methods = (route.methods or {"GET"}) - IGNORED_METHODS
         found.extend(Operation(method, path, level) for method in methods)
     return sorted(found, key=str)

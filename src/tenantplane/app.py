@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 from fastapi import APIRouter, FastAPI
-from fastapi.openapi.utils import get_openapi
+from fastapi_offline import FastAPIOffline
 from prometheus_client import CollectorRegistry
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
@@ -23,6 +22,7 @@ from tenantplane.db.engine import Database
 from tenantplane.http.body_limit import RequestBodyMiddleware
 from tenantplane.http.errors import error_responses, install_error_handlers
 from tenantplane.http.observability import HttpMetrics, ObservabilityMiddleware
+from tenantplane.http.openapi import API_PREFIX, openapi_document, operation_id
 from tenantplane.http.ratelimit import RateLimiter, RateLimitMiddleware
 from tenantplane.http.request_id import RequestIdMiddleware
 from tenantplane.logging import configure_logging
@@ -32,7 +32,12 @@ from tenantplane.providers.identity import build_token_verifier
 from tenantplane.secret.routes import router as secret_router
 from tenantplane.tenant.routes import router as tenant_router
 
-API_PREFIX = "/api/v1"
+DESCRIPTION = (
+    "Tenant-scoped platform API: clusters, secrets, alerting, members, API keys and billing. "
+    "Every `/api/v1` operation takes `Authorization: Bearer <API key or OIDC token>`; errors "
+    "use one JSON envelope (`error`, and for structured errors `code`, `message`, `field`, "
+    "`severity`)."
+)
 FEATURE_ROUTERS = (
     tenant_router,
     member_router,
@@ -51,20 +56,6 @@ def api_router() -> APIRouter:
     for feature in FEATURE_ROUTERS:
         router.include_router(feature)
     return router
-
-
-def openapi_document(app: FastAPI) -> dict[str, Any]:
-    """FastAPI's document, minus the 422 it adds: validation failures here are 400."""
-    if app.openapi_schema is None:
-        document = get_openapi(title=app.title, version=app.version, routes=app.routes)
-        for path_item in document.get("paths", {}).values():
-            for operation in path_item.values():
-                operation.get("responses", {}).pop("422", None)
-        schemas = document.get("components", {}).get("schemas", {})
-        for name in ("HTTPValidationError", "ValidationError"):
-            schemas.pop(name, None)
-        app.openapi_schema = document
-    return app.openapi_schema
 
 
 def create_app(
@@ -90,10 +81,13 @@ def create_app(
                 await supervisor.stop()
             await database.dispose()
 
-    app = FastAPI(
+    # Swagger UI and ReDoc with their assets served by the app itself (no CDN).
+    app = FastAPIOffline(
         title="tenantplane",
         version="1.0.0",
+        description=DESCRIPTION,
         lifespan=lifespan,
+        generate_unique_id_function=operation_id,
         # Bodies are JSON whatever the client declares (curl -d sends no JSON type).
         strict_content_type=False,
     )

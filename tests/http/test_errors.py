@@ -63,7 +63,7 @@ async def test_non_json_body_is_400(client: httpx.AsyncClient, factory: Factory)
         data={"displayName": "x", "role": "readonly"},
         headers=bearer(tenant.admin_key),
     )
-    assert response.status_code == 400
+    assert response.status_code == 415
     assert response.json()["code"] == "UNSUPPORTED_MEDIA_TYPE"
 
 

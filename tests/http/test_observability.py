@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import json
+import random
+import string
 
 import httpx
 import pytest
@@ -52,3 +54,29 @@ async def test_logs_are_json_with_request_id_and_never_a_credential(
     assert {line["request_id"] for line in requests} >= {response.headers["X-Request-Id"]}
     for secret in (tenant.admin_key, new_key, "svc_" + "Z" * 43):
         assert secret not in captured
+
+
+async def test_unknown_methods_share_one_metrics_label(
+    client: httpx.AsyncClient, factory: Factory
+) -> None:
+    tenant = await factory.tenant()
+    rng = random.Random(20261123)
+    methods = {"X" + "".join(rng.choices(string.ascii_uppercase, k=10)) for _ in range(50)}
+    assert len(methods) == 50
+    for method in methods:
+        response = await client.request(method, tenant.path)  # no credentials either
+        assert response.status_code in (401, 405)
+    await client.request("PATCH", tenant.path)
+    await client.request("OPTIONS", tenant.path)
+    base = str(client.base_url).removesuffix("/api/v1/").removesuffix("/api/v1")
+    metrics = (await client.get(f"{base}/metrics")).text
+    for method in methods:
+        assert method not in metrics
+    requests = [
+        line for line in metrics.splitlines() if line.startswith("tenantplane_http_requests_total{")
+    ]
+    others = [line for line in requests if 'method="other"' in line]
+    assert len(others) == 1, others
+    assert others[0].endswith(" 50.0")
+    assert any('method="PATCH"' in line for line in requests)  # known methods keep their name
+    assert any('method="OPTIONS"' in line for line in requests)

@@ -11,18 +11,32 @@ from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Request, Response, status
+from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.alerting import service
 from tenantplane.alerting.document import Document, receiver_index, time_interval_index
+from tenantplane.alerting.openapi import (
+    AlertingConfig,
+    AlertingGlobalConfig,
+    AlertingReceiver,
+    AlertingReceiverList,
+    AlertingRoute,
+    AlertingRouteList,
+    request_body,
+)
 from tenantplane.alerting.schemas import (
     JsonObject,
+    TemplateList,
     TemplateRead,
     TemplateWrite,
+    TimeIntervalList,
     TimeIntervalRead,
     TimeIntervalWrite,
 )
 from tenantplane.alerting.service import Focus, TenantRef
+from tenantplane.alerting.validation import ConfigError
+from tenantplane.alerting.validation.limits import check_name
 from tenantplane.db.session import SessionDep
 from tenantplane.http.auth import Principal, TenantAdmin, TenantMember
 from tenantplane.http.errors import NotFound, ValidationFailed, error_responses
@@ -33,7 +47,22 @@ router = APIRouter(prefix="/tenants/{tenant}/alerting", tags=["alerting"])
 T = TypeVar("T")
 
 _ROUTE_INDEX = re.compile(r"^[0-9]{1,6}$")
-MAX_NAME_LENGTH = 200
+
+
+# Every alerting operation can answer these, besides its own.
+_COMMON_ERRORS = (400, 401, 403, 503)
+
+
+def _responses(
+    model: type[BaseModel] | None, *errors: int, created: bool = False
+) -> dict[int | str, dict[str, Any]]:
+    """The operation's success statuses (typed) and its errors (in the envelope)."""
+    responses = error_responses(*sorted({*_COMMON_ERRORS, *errors}))
+    if model is not None:
+        responses[200] = {"model": model, "description": "OK"}
+        if created:
+            responses[201] = {"model": model, "description": "Created"}
+    return responses
 
 
 def get_backend(request: Request) -> AlertingBackend:
@@ -88,12 +117,12 @@ def _tenant(principal: Principal) -> TenantRef:
 
 
 def _check_name(value: str, what: str) -> str:
-    if not value or len(value) > MAX_NAME_LENGTH or any(ord(c) < 0x20 for c in value):
-        raise ValidationFailed(
-            f"invalid {what} name: 1-{MAX_NAME_LENGTH} characters, no control characters",
-            field="name",
-            code="INVALID_NAME",
-        )
+    """The same rule as names inside a body (validation.limits), so every name stored
+    through `PUT /config` is addressable by its own path, and the reverse."""
+    try:
+        check_name(value, "name", what)
+    except ConfigError as exc:
+        raise ValidationFailed(exc.message, field="name", code=exc.code) from None
     return value
 
 
@@ -118,18 +147,30 @@ def _wrapper(document: Document) -> dict[str, Any]:
 # --- the whole wrapper -------------------------------------------------------------------
 
 
-@router.get("/config")
+@router.get(
+    "/config",
+    summary="Read the whole alerting configuration",
+    response_model=None,
+    responses=_responses(AlertingConfig),
+)
 async def get_config(
     principal: TenantMember,
     alerting: AlertingDep,
     response: Response,
 ) -> dict[str, Any]:
+    """The wrapper: global, receivers, root route, templates, time intervals; ETag header."""
     snapshot = await alerting.read(principal)
     set_etag(response, snapshot.version)
     return _wrapper(snapshot.document)
 
 
-@router.put("/config", responses=error_responses(412))
+@router.put(
+    "/config",
+    summary="Replace the whole alerting configuration",
+    response_model=None,
+    responses=_responses(AlertingConfig, 412),
+    openapi_extra=request_body(AlertingConfig),
+)
 async def put_config(
     principal: TenantAdmin,
     body: JsonObject,
@@ -137,6 +178,7 @@ async def put_config(
     response: Response,
     if_match: IfMatch = None,
 ) -> dict[str, Any]:
+    """Validated whole as Alertmanager would; sections left out become empty."""
     written = await alerting.write(
         principal,
         if_match,
@@ -146,13 +188,19 @@ async def put_config(
     return _wrapper(written.snapshot.document)
 
 
-@router.delete("/config", responses=error_responses(412))
+@router.delete(
+    "/config",
+    summary="Reset the alerting configuration to the default",
+    response_model=None,
+    responses=_responses(AlertingConfig, 412),
+)
 async def reset_config(
     principal: TenantAdmin,
     alerting: AlertingDep,
     response: Response,
     if_match: IfMatch = None,
 ) -> dict[str, Any]:
+    """One receiver `default` without integrations and a root route to it."""
     written = await alerting.write(
         principal,
         if_match,
@@ -166,24 +214,36 @@ async def reset_config(
 # --- receivers ---------------------------------------------------------------------------
 
 
-@router.get("/receivers")
+@router.get(
+    "/receivers",
+    summary="List receivers",
+    response_model=None,
+    responses=_responses(AlertingReceiverList),
+)
 async def list_receivers(
     principal: TenantMember,
     alerting: AlertingDep,
     response: Response,
 ) -> dict[str, Any]:
+    """Every receiver with its integrations, in stored order."""
     snapshot = await alerting.read(principal)
     set_etag(response, snapshot.version)
     return {"items": snapshot.document["receivers"]}
 
 
-@router.get("/receivers/{name}", responses=error_responses(404))
+@router.get(
+    "/receivers/{name}",
+    summary="Read one receiver",
+    response_model=None,
+    responses=_responses(AlertingReceiver, 404),
+)
 async def get_receiver(
     principal: TenantMember,
     name: str,
     alerting: AlertingDep,
     response: Response,
 ) -> dict[str, Any]:
+    """The receiver called `name`."""
     _check_name(name, "receiver")
     snapshot = await alerting.read(principal)
     index = receiver_index(snapshot.document, name)
@@ -194,7 +254,13 @@ async def get_receiver(
     return receiver
 
 
-@router.put("/receivers/{name}", responses=error_responses(412))
+@router.put(
+    "/receivers/{name}",
+    summary="Create or replace a receiver",
+    response_model=None,
+    responses=_responses(AlertingReceiver, 412, created=True),
+    openapi_extra=request_body(AlertingReceiver),
+)
 async def put_receiver(
     principal: TenantAdmin,
     name: str,
@@ -203,6 +269,7 @@ async def put_receiver(
     response: Response,
     if_match: IfMatch = None,
 ) -> dict[str, Any]:
+    """201 when created, 200 when replaced; the path's name wins over `name` in the body."""
     _check_name(name, "receiver")
     written = await alerting.write(
         principal,
@@ -219,8 +286,9 @@ async def put_receiver(
 
 @router.delete(
     "/receivers/{name}",
+    summary="Delete a receiver",
     status_code=status.HTTP_204_NO_CONTENT,
-    responses=error_responses(404, 409, 412),
+    responses=_responses(None, 404, 409, 412),
 )
 async def delete_receiver(
     principal: TenantAdmin,
@@ -229,6 +297,7 @@ async def delete_receiver(
     response: Response,
     if_match: IfMatch = None,
 ) -> None:
+    """409 `RECEIVER_IN_USE` while a route refers to it."""
     _check_name(name, "receiver")
     written = await alerting.write(
         principal,
@@ -241,24 +310,36 @@ async def delete_receiver(
 # --- routes (children of the root route) and the root route -----------------------------
 
 
-@router.get("/routes")
+@router.get(
+    "/routes",
+    summary="List the root route's child routes",
+    response_model=None,
+    responses=_responses(AlertingRouteList),
+)
 async def list_routes(
     principal: TenantMember,
     alerting: AlertingDep,
     response: Response,
 ) -> dict[str, Any]:
+    """Child routes in order; their index is the `id` of the item endpoints."""
     snapshot = await alerting.read(principal)
     set_etag(response, snapshot.version)
     return {"items": snapshot.document["route"].get("routes", [])}
 
 
-@router.get("/routes/{id}", responses=error_responses(404))
+@router.get(
+    "/routes/{id}",
+    summary="Read one child route",
+    response_model=None,
+    responses=_responses(AlertingRoute, 404),
+)
 async def get_route(
     principal: TenantMember,
     id: str,
     alerting: AlertingDep,
     response: Response,
 ) -> dict[str, Any]:
+    """The child route at 0-based index `id`, with its own nested routes."""
     index = _route_index(id)
     snapshot = await alerting.read(principal)
     routes = snapshot.document["route"].get("routes", [])
@@ -269,7 +350,13 @@ async def get_route(
     return route
 
 
-@router.put("/routes/{id}", responses=error_responses(412))
+@router.put(
+    "/routes/{id}",
+    summary="Replace or append a child route",
+    response_model=None,
+    responses=_responses(AlertingRoute, 412, created=True),
+    openapi_extra=request_body(AlertingRoute),
+)
 async def put_route(
     principal: TenantAdmin,
     id: str,
@@ -278,6 +365,7 @@ async def put_route(
     response: Response,
     if_match: IfMatch = None,
 ) -> dict[str, Any]:
+    """200 replacing index `id`; 201 appending when `id` equals the count; 400 beyond."""
     index = _route_index(id)
     written = await alerting.write(
         principal,
@@ -293,7 +381,10 @@ async def put_route(
 
 
 @router.delete(
-    "/routes/{id}", status_code=status.HTTP_204_NO_CONTENT, responses=error_responses(404, 412)
+    "/routes/{id}",
+    summary="Delete a child route",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses=_responses(None, 404, 412),
 )
 async def delete_route(
     principal: TenantAdmin,
@@ -302,6 +393,7 @@ async def delete_route(
     response: Response,
     if_match: IfMatch = None,
 ) -> None:
+    """Later child routes move up one index."""
     index = _route_index(id)
     written = await alerting.write(
         principal,
@@ -311,19 +403,31 @@ async def delete_route(
     set_etag(response, written.snapshot.version)
 
 
-@router.get("/route")
+@router.get(
+    "/route",
+    summary="Read the root route",
+    response_model=None,
+    responses=_responses(AlertingRoute),
+)
 async def get_root_route(
     principal: TenantMember,
     alerting: AlertingDep,
     response: Response,
 ) -> dict[str, Any]:
+    """The root route, children included."""
     snapshot = await alerting.read(principal)
     set_etag(response, snapshot.version)
     route: dict[str, Any] = snapshot.document["route"]
     return route
 
 
-@router.put("/route", responses=error_responses(412))
+@router.put(
+    "/route",
+    summary="Replace the root route",
+    response_model=None,
+    responses=_responses(AlertingRoute, 412),
+    openapi_extra=request_body(AlertingRoute),
+)
 async def put_root_route(
     principal: TenantAdmin,
     body: JsonObject,
@@ -331,6 +435,7 @@ async def put_root_route(
     response: Response,
     if_match: IfMatch = None,
 ) -> dict[str, Any]:
+    """Children are kept unless the body has `routes`, which then replaces them."""
     written = await alerting.write(
         principal,
         if_match,
@@ -345,19 +450,31 @@ async def put_root_route(
 # --- global ------------------------------------------------------------------------------
 
 
-@router.get("/global")
+@router.get(
+    "/global",
+    summary="Read the global section",
+    response_model=None,
+    responses=_responses(AlertingGlobalConfig),
+)
 async def get_global(
     principal: TenantMember,
     alerting: AlertingDep,
     response: Response,
 ) -> dict[str, Any]:
+    """Only the settings the tenant set."""
     snapshot = await alerting.read(principal)
     set_etag(response, snapshot.version)
     glob: dict[str, Any] = snapshot.document["global"]
     return glob
 
 
-@router.put("/global", responses=error_responses(412))
+@router.put(
+    "/global",
+    summary="Replace the global section",
+    response_model=None,
+    responses=_responses(AlertingGlobalConfig, 412),
+    openapi_extra=request_body(AlertingGlobalConfig),
+)
 async def put_global(
     principal: TenantAdmin,
     body: JsonObject,
@@ -365,6 +482,7 @@ async def put_global(
     response: Response,
     if_match: IfMatch = None,
 ) -> dict[str, Any]:
+    """The section is replaced whole."""
     written = await alerting.write(
         principal,
         if_match,
@@ -379,12 +497,18 @@ async def put_global(
 # --- templates ---------------------------------------------------------------------------
 
 
-@router.get("/templates")
+@router.get(
+    "/templates",
+    summary="List template files",
+    response_model=None,
+    responses=_responses(TemplateList),
+)
 async def list_templates(
     principal: TenantMember,
     alerting: AlertingDep,
     response: Response,
 ) -> dict[str, Any]:
+    """Every template file with its contents, sorted by file name."""
     snapshot = await alerting.read(principal)
     set_etag(response, snapshot.version)
     items = [
@@ -394,13 +518,18 @@ async def list_templates(
     return {"items": items}
 
 
-@router.get("/templates/{filename}", responses=error_responses(404))
+@router.get(
+    "/templates/{filename}",
+    summary="Read one template file",
+    responses=_responses(None, 404),
+)
 async def get_template(
     principal: TenantMember,
     filename: str,
     alerting: AlertingDep,
     response: Response,
 ) -> TemplateRead:
+    """The file's name and contents."""
     snapshot = await alerting.read(principal)
     contents = snapshot.document["templates"].get(filename)
     if contents is None:
@@ -409,7 +538,11 @@ async def get_template(
     return TemplateRead(filename=filename, contents=contents)
 
 
-@router.put("/templates/{filename}", responses=error_responses(412))
+@router.put(
+    "/templates/{filename}",
+    summary="Create or replace a template file",
+    responses=_responses(TemplateRead, 412, created=True),
+)
 async def put_template(
     principal: TenantAdmin,
     filename: str,
@@ -418,6 +551,7 @@ async def put_template(
     response: Response,
     if_match: IfMatch = None,
 ) -> TemplateRead:
+    """201 when created, 200 when replaced; at most 256 KiB, parsed as a Go template."""
     written = await alerting.write(
         principal,
         if_match,
@@ -431,8 +565,9 @@ async def put_template(
 
 @router.delete(
     "/templates/{filename}",
+    summary="Delete a template file",
     status_code=status.HTTP_204_NO_CONTENT,
-    responses=error_responses(404, 412),
+    responses=_responses(None, 404, 412),
 )
 async def delete_template(
     principal: TenantAdmin,
@@ -441,6 +576,7 @@ async def delete_template(
     response: Response,
     if_match: IfMatch = None,
 ) -> None:
+    """The file is removed from the configuration."""
     written = await alerting.write(
         principal,
         if_match,
@@ -452,24 +588,35 @@ async def delete_template(
 # --- time intervals ----------------------------------------------------------------------
 
 
-@router.get("/time-intervals")
+@router.get(
+    "/time-intervals",
+    summary="List time intervals",
+    response_model=None,
+    responses=_responses(TimeIntervalList),
+)
 async def list_time_intervals(
     principal: TenantMember,
     alerting: AlertingDep,
     response: Response,
 ) -> dict[str, Any]:
+    """Every named time interval, in stored order."""
     snapshot = await alerting.read(principal)
     set_etag(response, snapshot.version)
     return {"items": snapshot.document["time_intervals"]}
 
 
-@router.get("/time-intervals/{name}", responses=error_responses(404))
+@router.get(
+    "/time-intervals/{name}",
+    summary="Read one time interval",
+    responses=_responses(None, 404),
+)
 async def get_time_interval(
     principal: TenantMember,
     name: str,
     alerting: AlertingDep,
     response: Response,
 ) -> TimeIntervalRead:
+    """The named time interval's definitions."""
     _check_name(name, "time interval")
     snapshot = await alerting.read(principal)
     index = time_interval_index(snapshot.document, name)
@@ -480,7 +627,11 @@ async def get_time_interval(
     return TimeIntervalRead(name=name, time_intervals=entry.get("time_intervals", []))
 
 
-@router.put("/time-intervals/{name}", responses=error_responses(412))
+@router.put(
+    "/time-intervals/{name}",
+    summary="Create or replace a time interval",
+    responses=_responses(TimeIntervalRead, 412, created=True),
+)
 async def put_time_interval(
     principal: TenantAdmin,
     name: str,
@@ -489,6 +640,7 @@ async def put_time_interval(
     response: Response,
     if_match: IfMatch = None,
 ) -> TimeIntervalRead:
+    """201 when created, 200 when replaced; the path's name is authoritative."""
     _check_name(name, "time interval")
     written = await alerting.write(
         principal,
@@ -504,8 +656,9 @@ async def put_time_interval(
 
 @router.delete(
     "/time-intervals/{name}",
+    summary="Delete a time interval",
     status_code=status.HTTP_204_NO_CONTENT,
-    responses=error_responses(404, 409, 412),
+    responses=_responses(None, 404, 409, 412),
 )
 async def delete_time_interval(
     principal: TenantAdmin,
@@ -514,6 +667,7 @@ async def delete_time_interval(
     response: Response,
     if_match: IfMatch = None,
 ) -> None:
+    """409 `TIME_INTERVAL_IN_USE` while a route refers to it."""
     _check_name(name, "time interval")
     written = await alerting.write(
         principal,

@@ -9,16 +9,38 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import Body
-from pydantic import ConfigDict, Field
+from fastapi import Depends, Request
+from pydantic import ConfigDict, WithJsonSchema
 
+from tenantplane.http.errors import ValidationFailed
 from tenantplane.http.schemas import InputModel, OutputModel
 
-JsonObject = Annotated[dict[str, Any], Body()]
+
+async def json_object(request: Request) -> dict[str, Any]:
+    """The body as a plain JSON object, checked afterwards by the validation package
+    (which owns the error messages). Read here rather than as a body parameter so that
+    the operation's `openapi_extra` alone declares the body's typed schema."""
+    try:
+        body = await request.json()
+    except ValueError:
+        raise ValidationFailed(
+            "request body is not valid JSON", field=None, code="MALFORMED_JSON"
+        ) from None
+    if not isinstance(body, dict):
+        raise ValidationFailed("request body must be a JSON object", field=None)
+    return body
+
+
+JsonObject = Annotated[dict[str, Any], Depends(json_object)]
+# The same for the entries of a time interval, described by the typed component.
+_ENTRIES = WithJsonSchema(
+    {"type": "array", "items": {"$ref": "#/components/schemas/AlertingTimeIntervalEntry"}}
+)
+TimeIntervalEntries = Annotated[list[Any], _ENTRIES]
 
 
 class TemplateWrite(InputModel):
-    contents: Annotated[str, Field(max_length=512 * 1024)]
+    contents: str  # size and nesting limits: validation.gotemplate, on every write path
 
 
 class TemplateRead(OutputModel):
@@ -29,7 +51,7 @@ class TemplateRead(OutputModel):
 class TimeIntervalWrite(InputModel):
     model_config = ConfigDict(alias_generator=None)
 
-    time_intervals: list[Any]
+    time_intervals: TimeIntervalEntries
     name: str | None = None  # the path's name is authoritative
 
 
@@ -37,4 +59,14 @@ class TimeIntervalRead(OutputModel):
     model_config = ConfigDict(alias_generator=None, serialize_by_alias=False)
 
     name: str
-    time_intervals: list[Any]
+    time_intervals: TimeIntervalEntries
+
+
+class TimeIntervalList(OutputModel):
+    model_config = ConfigDict(alias_generator=None, serialize_by_alias=False)
+
+    items: list[TimeIntervalRead]
+
+
+class TemplateList(OutputModel):
+    items: list[TemplateRead]

@@ -34,6 +34,7 @@ from tenantplane.alerting.validation.config import (
     check_template_filename,
     validate_config,
 )
+from tenantplane.alerting.validation.limits import check_route_depth
 from tenantplane.http.errors import (
     ApiError,
     Conflict,
@@ -246,10 +247,19 @@ async def _apply(
 # --- the changes each endpoint makes -------------------------------------------------------
 
 
+def _route_depth(route: Any, path: str, level: int) -> None:
+    """The depth limit, checked before anything recursive (normalising, copying) runs."""
+    try:
+        check_route_depth(route, path, level)
+    except ConfigError as exc:
+        raise ValidationFailed(exc.message, field=exc.path, code=exc.code) from None
+
+
 def replace_document(body: dict[str, Any]) -> Callable[[Document], None]:
     for key in body:
         if key not in SECTIONS:
             raise ValidationFailed(f"unknown field: {key}", field=key, code="UNKNOWN_FIELD")
+    _route_depth(body.get("route"), "route", 0)
 
     def change(document: Document) -> None:
         document.clear()
@@ -322,6 +332,7 @@ def child_routes(document: Document) -> list[Any]:
 
 
 def put_route(index: int, body: dict[str, Any]) -> Callable[[Document], tuple[Any, bool]]:
+    _route_depth(body, "", 1)
     route = without_nulls(body)
 
     def change(document: Document) -> tuple[Any, bool]:
@@ -356,6 +367,7 @@ def delete_route(index: int) -> Callable[[Document], None]:
 
 def put_root_route(body: dict[str, Any]) -> Callable[[Document], Any]:
     """The root route's own settings; its children are kept unless the body has `routes`."""
+    _route_depth(body, "", 0)
     route = without_nulls(body)
 
     def change(document: Document) -> Any:

@@ -1,13 +1,22 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, Request, Response, status
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Request, Response, status
 
 from tenantplane.apikey import service
 from tenantplane.apikey.schemas import ApiKeyCreate, ApiKeyCreated, ApiKeyRead
+from tenantplane.apikey.tokens import KEY_ID_PATTERN
 from tenantplane.db.session import SessionDep
 from tenantplane.http.auth import TenantAdmin
+from tenantplane.http.errors import error_responses
 from tenantplane.http.etag import set_etag
 from tenantplane.http.schemas import ItemList
+
+# Checked by the service (400 INVALID_ID); documented here.
+ApiKeyId = Annotated[
+    str, Path(description="API key id", json_schema_extra={"pattern": KEY_ID_PATTERN})
+]
 
 router = APIRouter(prefix="/tenants/{tenant}/apikeys", tags=["apikeys"])
 
@@ -20,6 +29,10 @@ async def create_api_key(
     request: Request,
     response: Response,
 ) -> ApiKeyCreated:
+    """Create an API key.
+
+    The raw key (`svc_…`) is in this response only and cannot be read again. Admin.
+    """
     issued = await service.issue(
         session,
         secret=request.app.state.api_key_secret,
@@ -46,19 +59,31 @@ async def create_api_key(
 
 @router.get("", response_model_exclude_none=True)
 async def list_api_keys(principal: TenantAdmin, session: SessionDep) -> ItemList[ApiKeyRead]:
+    """List the tenant's API keys.
+
+    Key metadata only, never the raw keys. Admin.
+    """
     keys = await service.list_keys(session, principal.tenant_id)
     return ItemList[ApiKeyRead](items=[ApiKeyRead.of(key) for key in keys])
 
 
-@router.get("/{id}", response_model_exclude_none=True)
+@router.get("/{id}", response_model_exclude_none=True, responses=error_responses(404))
 async def get_api_key(
-    principal: TenantAdmin, id: str, session: SessionDep, response: Response
+    principal: TenantAdmin, id: ApiKeyId, session: SessionDep, response: Response
 ) -> ApiKeyRead:
+    """Read one API key's metadata.
+
+    The id begins with `ak-`. Admin.
+    """
     key = await service.get(session, principal.tenant_id, id)
     set_etag(response, key.resource_version)
     return ApiKeyRead.of(key)
 
 
-@router.delete("/{id}", status_code=status.HTTP_204_NO_CONTENT)
-async def revoke_api_key(principal: TenantAdmin, id: str, session: SessionDep) -> None:
+@router.delete("/{id}", status_code=status.HTTP_204_NO_CONTENT, responses=error_responses(404))
+async def revoke_api_key(principal: TenantAdmin, id: ApiKeyId, session: SessionDep) -> None:
+    """Revoke an API key.
+
+    The key stops authenticating at once. Admin.
+    """
     await service.revoke(session, principal.tenant_id, id)

@@ -1,29 +1,25 @@
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Annotated
-
-from pydantic import AwareDatetime, Field
-
 from tenantplane.apikey.models import ApiKey
-from tenantplane.http.schemas import InputModel, OutputModel
+from tenantplane.http.schemas import InputDateTime, InputModel, OutputModel, UtcDateTime
+from tenantplane.http.text import DisplayText
 from tenantplane.member.models import Role
 
 
 class ApiKeyCreate(InputModel):
-    display_name: Annotated[str, Field(min_length=1, max_length=200)]
+    display_name: DisplayText
     role: Role
-    expires_at: AwareDatetime | None = None
+    expires_at: InputDateTime | None = None
 
 
 class ApiKeyRead(OutputModel):
     id: str
     display_name: str
     role: Role
-    expires_at: datetime | None = None
-    created_at: datetime
+    expires_at: UtcDateTime | None = None
+    created_at: UtcDateTime
     created_by: str
-    last_used_at: datetime | None = None
+    last_used_at: UtcDateTime | None = None
 
     @classmethod
     def of(cls, key: ApiKey) -> ApiKeyRead:
@@ -42,7 +38,7 @@ class ApiKeyCreated(OutputModel):
     id: str
     display_name: str
     role: Role
-    expires_at: datetime | None = None
-    created_at: datetime
+    expires_at: UtcDateTime | None = None
+    created_at: UtcDateTime
     created_by: str
     key: str

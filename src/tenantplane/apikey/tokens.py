@@ -13,6 +13,8 @@ _BASE62 = string.digits + string.ascii_letters
 _KEY_BYTES = 32  # 256 bits of randomness
 _KEY_DIGITS = 43  # ceil(256 / log2(62)): every 256-bit value fits
 _ID_DIGITS = 20
+# is_key_id's rule as a regular expression, for the OpenAPI document.
+KEY_ID_PATTERN = f"^{ID_PREFIX}[0-9A-Za-z]{{{_ID_DIGITS}}}$"
 
 
 def _base62(number: int, width: int) -> str:

@@ -30,6 +30,10 @@ def billing_context(request: Request) -> BillingContext:
 
 @tenant_router.get("/invoices", response_model_exclude_none=True)
 async def list_invoices(principal: TenantMember, session: SessionDep) -> ItemList[InvoiceRead]:
+    """List the tenant's invoices.
+
+    The full history ordered by billing period, without pagination. Members.
+    """
     invoices = await service.list_invoices(session, principal.tenant_id)
     return ItemList[InvoiceRead](items=[InvoiceRead.of(invoice) for invoice in invoices])
 
@@ -40,6 +44,10 @@ async def list_invoices(principal: TenantMember, session: SessionDep) -> ItemLis
 async def get_invoice(
     principal: TenantMember, name: str, session: SessionDep, response: Response
 ) -> InvoiceRead:
+    """Read one invoice.
+
+    With its line items; take names from the list. Members.
+    """
     invoice = await service.get_invoice(session, principal.tenant_id, name)
     set_etag(response, invoice.resource_version)
     return InvoiceRead.of(invoice)
@@ -49,6 +57,11 @@ async def get_invoice(
 async def get_receipt(
     principal: TenantMember, name: str, session: SessionDep, request: Request, response: Response
 ) -> ReceiptLink:
+    """Get a receipt link.
+
+    A fresh, short-lived link to the provider-hosted invoice PDF; only Paid or PastDue invoices
+    that carry a providerTransactionID have one. Members.
+    """
     provider = billing_context(request).provider
     url = await service.receipt_url(session, provider, principal.tenant_id, name)
     response.headers["Cache-Control"] = NO_STORE
@@ -63,6 +76,10 @@ async def get_receipt(
 async def create_portal_session(
     principal: TenantAdmin, session: SessionDep, request: Request, response: Response
 ) -> PortalSessionRead:
+    """Create a payment-portal session.
+
+    Fresh, short-lived URLs of the provider's portal, for instance to fix the card on file. Admin.
+    """
     provider = billing_context(request).provider
     portal = await service.portal_session(session, provider, principal.tenant_id)
     response.headers["Cache-Control"] = NO_STORE
@@ -74,7 +91,10 @@ async def create_portal_session(
 
 @router.get("/plans")
 async def list_plans(identity: AnyCaller, request: Request) -> ItemList[PlanRead]:
-    """The plan catalogue, read-only: each plan's limits and prices."""
+    """List the plans.
+
+    The plan catalogue, read-only: each plan's limits and prices. Any authenticated caller.
+    """
     catalogue = load_plans(request.app.state.settings.plans_file)
     prices = billing_context(request).prices
     return ItemList[PlanRead](
@@ -84,7 +104,11 @@ async def list_plans(identity: AnyCaller, request: Request) -> ItemList[PlanRead
 
 @router.post("/webhooks/paddle")
 async def paddle_webhook(_: Public, request: Request, session: SessionDep) -> dict[str, bool]:
-    """Paddle's notification destination: verified, stored once, applied asynchronously."""
+    """Receive a Paddle notification.
+
+    Authenticated by the Paddle-Signature header, not by a bearer token; each event is stored
+    once and applied asynchronously.
+    """
     body = await request.body()
     provider = billing_context(request).provider
     inserted = await webhooks.receive(session, provider, request.headers, body)

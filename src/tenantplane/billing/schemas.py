@@ -4,7 +4,6 @@ precision."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -13,7 +12,7 @@ from pydantic import Field
 from tenantplane.billing.models import Invoice, InvoiceLineItem
 from tenantplane.billing.pricing import PlanPrices
 from tenantplane.catalogue.plans import PlanLimits
-from tenantplane.http.schemas import OutputModel
+from tenantplane.http.schemas import OutputModel, UtcDateTime
 
 CENT = Decimal("0.01")
 
@@ -28,14 +27,14 @@ def plain(value: Decimal) -> str:
 
 
 class BillingPeriod(OutputModel):
-    start: datetime
-    end: datetime
+    start: UtcDateTime
+    end: UtcDateTime
 
 
 class InvoiceStatus(OutputModel):
     phase: str
-    billed_until: datetime
-    issued_at: datetime
+    billed_until: UtcDateTime
+    issued_at: UtcDateTime
     currency: str
     subtotal: str
     credits_applied: str
@@ -49,7 +48,7 @@ class InvoiceStatus(OutputModel):
 class InvoiceRead(OutputModel):
     name: str
     billing_period: BillingPeriod
-    created_at: datetime
+    created_at: UtcDateTime
     resource_version: str
     provider_transaction_id: str = Field(alias="providerTransactionID")
     status: InvoiceStatus

@@ -110,6 +110,7 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
                 await clusters_changed(session, cluster.tenant_id, [cluster.name])
             return
         status = observed_status(cluster, outcome, now)
+        status["observed_generation"] = snapshot.generation  # shown in status: moves the ETag
         changes = {key: value for key, value in status.items() if getattr(cluster, key) != value}
         leased_at = guard.lease.expires_at - timedelta(seconds=self.lease_seconds)
         nudged = cluster.reconcile_at is not None and cluster.reconcile_at > leased_at
@@ -119,11 +120,7 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
             next_at = now + self.resync
         else:
             next_at = now + self.progress
-        values: dict[str, Any] = {
-            **changes,
-            "observed_generation": snapshot.generation,
-            "reconcile_at": next_at,
-        }
+        values: dict[str, Any] = {**changes, "reconcile_at": next_at}
         if changes:
             values["resource_version"] = cluster.resource_version + 1
         if not await guard.update(**values):

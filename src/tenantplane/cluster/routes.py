@@ -21,7 +21,7 @@ from tenantplane.db.session import SessionDep
 from tenantplane.http.auth import AnyCaller, TenantAdmin, TenantMember
 from tenantplane.http.errors import error_responses
 from tenantplane.http.etag import IfMatch, set_etag
-from tenantplane.http.names import path_name
+from tenantplane.http.names import path_name, resource_name_path
 from tenantplane.http.schemas import ItemList
 
 router = APIRouter(prefix="/tenants/{tenant}/clusters", tags=["clusters"])
@@ -36,9 +36,10 @@ def catalogues(request: Request) -> service.Catalogues:
 
 
 CataloguesDep = Annotated[service.Catalogues, Depends(catalogues)]
+ClusterName = Annotated[str, resource_name_path("Cluster name")]
 
 
-def _cluster_name(name: str) -> str:
+def _cluster_name(name: ClusterName) -> str:
     return path_name(name, what="cluster")
 
 
@@ -55,6 +56,10 @@ async def create_cluster(
     catalogues: CataloguesDep,
     response: Response,
 ) -> ClusterRead:
+    """Create a cluster.
+
+    Provisioning continues asynchronously: poll the cluster until `status.phase` is Running. Admin.
+    """
     cluster, warnings = await service.create(session, principal.tenant_id, body, catalogues)
     set_etag(response, cluster.resource_version)
     response.headers["Location"] = f"clusters/{cluster.name}"
@@ -63,14 +68,22 @@ async def create_cluster(
 
 @router.get("", response_model_exclude_none=True)
 async def list_clusters(principal: TenantMember, session: SessionDep) -> ItemList[ClusterRead]:
+    """List the tenant's clusters.
+
+    Members.
+    """
     clusters = await service.list_clusters(session, principal.tenant_id)
     return ItemList[ClusterRead](items=[ClusterRead.of(cluster) for cluster in clusters])
 
 
 @router.get("/{name}", response_model_exclude_none=True, responses=error_responses(404))
 async def get_cluster(
-    principal: TenantMember, name: str, session: SessionDep, response: Response
+    principal: TenantMember, name: ClusterName, session: SessionDep, response: Response
 ) -> ClusterRead:
+    """Read one cluster.
+
+    The ETag answered is its resource version. Members.
+    """
     cluster = await service.get(session, principal.tenant_id, _cluster_name(name))
     set_etag(response, cluster.resource_version)
     return ClusterRead.of(cluster)
@@ -79,13 +92,18 @@ async def get_cluster(
 @router.patch("/{name}", response_model_exclude_none=True, responses=error_responses(404, 409, 412))
 async def update_cluster(
     principal: TenantAdmin,
-    name: str,
+    name: ClusterName,
     body: ClusterUpdate,
     session: SessionDep,
     catalogues: CataloguesDep,
     response: Response,
     if_match: IfMatch = None,
 ) -> ClusterRead:
+    """Update a cluster.
+
+    Changes the version (an upgrade, done asynchronously); toggling highAvailability is refused.
+    Admin.
+    """
     cluster = await service.update(
         session, principal.tenant_id, _cluster_name(name), body, if_match, catalogues
     )
@@ -101,11 +119,15 @@ async def update_cluster(
 )
 async def delete_cluster(
     principal: TenantAdmin,
-    name: str,
+    name: ClusterName,
     session: SessionDep,
     response: Response,
     if_match: IfMatch = None,
 ) -> ClusterRead:
+    """Delete a cluster.
+
+    Accepted (202): the cluster is torn down asynchronously and then disappears. Admin.
+    """
     cluster = await service.delete(session, principal.tenant_id, _cluster_name(name), if_match)
     set_etag(response, cluster.resource_version)
     return ClusterRead.of(cluster)
@@ -113,8 +135,13 @@ async def delete_cluster(
 
 @router.get("/{name}/connection-details", responses=error_responses(404))
 async def get_connection_details(
-    principal: TenantMember, name: str, session: SessionDep, request: Request
+    principal: TenantMember, name: ClusterName, session: SessionDep, request: Request
 ) -> ConnectionDetails:
+    """Read a cluster's connection details.
+
+    Endpoint and CA certificate for a kubeconfig; 503 with Retry-After until the cluster is
+    ready. Members.
+    """
     cluster = await service.get(session, principal.tenant_id, _cluster_name(name))
     settings: Settings = request.app.state.settings
     retry_after = max(1, math.ceil(settings.simulator_step_seconds))
@@ -123,7 +150,11 @@ async def get_connection_details(
 
 @versions_router.get("/versions")
 async def list_versions(_: AnyCaller, catalogues: CataloguesDep) -> VersionList:
-    """Supported Kubernetes versions for clusters (any authenticated caller)."""
+    """List supported Kubernetes versions.
+
+    The versions clusters may be created with or upgraded to, and the default. Any authenticated
+    caller.
+    """
     versions = catalogues.versions
     return VersionList(
         default=versions.default,

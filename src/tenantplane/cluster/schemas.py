@@ -1,14 +1,14 @@
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field, StrictBool, field_validator
+from pydantic import Field, StrictBool, ValidationInfo, field_validator
 
 from tenantplane.cluster.models import Cluster
-from tenantplane.cluster.quantity import BYTE_UNIT, QuantityError, positive_amount
+from tenantplane.cluster.quantity import BYTE_UNIT, CPU_UNIT, QuantityError, positive_amount
 from tenantplane.http.names import ResourceName
-from tenantplane.http.schemas import InputModel, OutputModel
+from tenantplane.http.schemas import InputModel, OutputModel, UtcDateTime
+from tenantplane.http.text import DisplayText
 
 
 class ResourcesInput(InputModel):
@@ -20,10 +20,13 @@ class ResourcesInput(InputModel):
 
     @field_validator("cpu", "memory", "storage")
     @classmethod
-    def _quantity(cls, value: str | None) -> str | None:
+    def _quantity(cls, value: str | None, info: ValidationInfo) -> str | None:
+        # Normalised in the unit the column holds (millicores for cpu), so that a value
+        # that fits as bytes but not as millicores is refused here, not in the service.
+        unit = CPU_UNIT if info.field_name == "cpu" else BYTE_UNIT
         if value is not None:
             try:
-                positive_amount(value, BYTE_UNIT)
+                positive_amount(value, unit)
             except QuantityError as exc:
                 raise ValueError(str(exc)) from exc
         return value
@@ -31,10 +34,12 @@ class ResourcesInput(InputModel):
 
 class ClusterCreate(InputModel):
     name: ResourceName
-    # Deprecated: accepted and ignored (always equal to name in responses).
-    display_name: str | None = None
-    # Checked by the service, which answers CLUSTER_DEDICATED_UNSUPPORTED for dedicated.
-    type: str = "shared"
+    # Deprecated: accepted and ignored (always equal to name in responses), but still text
+    # a person typed, so it follows the same character policy.
+    display_name: DisplayText | None = None
+    # Checked by the service, which answers CLUSTER_DEDICATED_UNSUPPORTED for dedicated;
+    # the document names the one value accepted.
+    type: Annotated[str, Field(json_schema_extra={"enum": ["shared"]})] = "shared"
     version: str | None = None
     high_availability: StrictBool = False
     resources: ResourcesInput | None = None
@@ -45,7 +50,7 @@ class ClusterUpdate(InputModel):
     """Every field optional; only those present are considered."""
 
     name: str | None = None
-    display_name: str | None = None
+    display_name: DisplayText | None = None
     type: str | None = None
     version: str | None = None
     high_availability: StrictBool | None = None
@@ -67,13 +72,17 @@ class ResourcesRead(OutputModel):
 
 
 class ClusterStatusRead(OutputModel):
+    # The spec generation the reconciler last acted on (as in Kubernetes): behind the
+    # cluster's generation while a change is pending.
+    observed_generation: int
     phase: str
     endpoint: str
     kubernetes_version: str
     conditions: list[dict[str, Any]]
     metrics: dict[str, Any]
     ha_configured: bool
-    ha_enabled_at: datetime | None
+    # Omitted (responses exclude None) until HA is first configured: not required.
+    ha_enabled_at: UtcDateTime | None = None
     ha_phase: str
     ha_replicas_desired: int
     ha_replicas_ready: int
@@ -89,7 +98,7 @@ class ClusterRead(OutputModel):
     high_availability: bool
     resources: ResourcesRead
     alerts: dict[str, Any]
-    created_at: datetime
+    created_at: UtcDateTime
     resource_version: str
     status: ClusterStatusRead
     warnings: list[Warning] = Field(default_factory=list)
@@ -110,6 +119,7 @@ class ClusterRead(OutputModel):
             created_at=cluster.created_at,
             resource_version=str(cluster.resource_version),
             status=ClusterStatusRead(
+                observed_generation=cluster.observed_generation,
                 phase=cluster.phase,
                 endpoint=cluster.endpoint,
                 kubernetes_version=cluster.kubernetes_version,

@@ -31,6 +31,7 @@ from tenantplane.cluster.schemas import (
     ResourcesInput,
     Warning,
 )
+from tenantplane.cluster.status import upgrade_requested
 from tenantplane.db.base import utcnow
 from tenantplane.http.errors import (
     ApiError,
@@ -301,6 +302,8 @@ async def update(
     if body.version is not None and body.version != cluster.version:
         check_upgrade(cluster, body.version, catalogues.versions)
         cluster.version = body.version
+        # The answer (and every read until the reconciler acts) shows the new desire at once.
+        cluster.conditions = upgrade_requested(cluster, utcnow())
         changed = True
     if body.resources is not None:
         changed |= await _resize(repository, cluster, body.resources, catalogues)

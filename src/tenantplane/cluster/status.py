@@ -45,6 +45,40 @@ def ha_phase_of(high_availability: bool, configured: bool, observation: Observat
     return HaPhase.unavailable.value
 
 
+def _version_condition(cluster: Cluster, phase: str, observation: Observation) -> Condition:
+    serving = observation.stage in (Stage.ready, Stage.upgrading)
+    up_to_date = (
+        serving and observation.version == cluster.version and phase != ClusterPhase.upgrading
+    )
+    if phase == ClusterPhase.upgrading:
+        reason = "UpgradeInProgress"
+    elif serving and not up_to_date:
+        reason = "UpgradePending"  # desired, not yet started by the orchestrator
+    else:
+        reason = "Observed"
+    running = observation.kubernetes_version or "nothing yet"
+    return Condition(
+        "VersionUpToDate", up_to_date, reason, f"running {running}, desired {cluster.version}"
+    )
+
+
+def upgrade_requested(cluster: Cluster, now: datetime) -> list[dict[str, Any]]:
+    """The conditions to show as soon as a new version is desired (before any reconcile):
+    VersionUpToDate False, UpgradePending, naming what runs and what is wanted."""
+    pending = Condition(
+        "VersionUpToDate",
+        False,
+        "UpgradePending",
+        f"running {cluster.kubernetes_version or 'nothing yet'}, desired {cluster.version}",
+    )
+    [rendered] = render_conditions(cluster.conditions, [pending], now)
+    # Replaced where it stands, so that the order of conditions never moves.
+    replaced = [
+        rendered if entry.get("type") == pending.type else entry for entry in cluster.conditions
+    ]
+    return replaced if rendered in replaced else [*replaced, rendered]
+
+
 def _conditions(
     cluster: Cluster, phase: str, ha_phase: str, observation: Observation
 ) -> list[Condition]:
@@ -64,12 +98,7 @@ def _conditions(
             "QuorumReady" if available else "QuorumNotReady",
             observation.message,
         ),
-        Condition(
-            "VersionUpToDate",
-            serving and observation.version == cluster.version and phase != ClusterPhase.upgrading,
-            "UpgradeInProgress" if phase == ClusterPhase.upgrading else "Observed",
-            f"running {observation.kubernetes_version or 'nothing yet'}, desired {cluster.version}",
-        ),
+        _version_condition(cluster, phase, observation),
     ]
     if cluster.high_availability:
         reasons = {

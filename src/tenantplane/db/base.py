@@ -57,4 +57,7 @@ class Versioned:
 
 
 def rfc3339(value: datetime) -> str:
+    """The API's one rendering of a timestamp: UTC with ``Z`` (naive values are UTC)."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
     return value.astimezone(UTC).isoformat().replace("+00:00", "Z")

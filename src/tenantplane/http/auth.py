@@ -21,7 +21,7 @@ from tenantplane.apikey.repository import ApiKeyRepository
 from tenantplane.apikey.tokens import hash_key, looks_like_key
 from tenantplane.db.session import SessionDep
 from tenantplane.http.errors import Forbidden, Unauthenticated
-from tenantplane.http.names import path_name
+from tenantplane.http.names import TenantPath, path_name
 from tenantplane.member.models import Role
 from tenantplane.member.repository import MemberRepository
 
@@ -147,7 +147,7 @@ def require(level: Access) -> AccessCheck:
         return identity
 
     async def tenant_scoped(
-        identity: AuthenticatedIdentity, tenant: str, session: SessionDep
+        identity: AuthenticatedIdentity, tenant: TenantPath, session: SessionDep
     ) -> Principal:
         principal = await resolve_principal(identity, tenant, session)
         if level is Access.admin and not principal.is_admin:

@@ -1,22 +1,14 @@
-"""Request bodies: JSON only, and at most the configured size (413), streamed or not.
-
-Both answers use the envelope. The size check raises an HTTPException from ``receive`` so
-that FastAPI passes it through to our handlers instead of turning it into a parse error.
-"""
+"""Request bodies: JSON only, at most the configured size (413), streamed or not, and
+free of what ``tenantplane.http.json_guard`` refuses. Every answer uses the envelope."""
 
 from __future__ import annotations
 
-from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tenantplane.http.errors import ApiError
+from tenantplane.http.json_guard import check_json_body
 
 _BODY_METHODS = {"POST", "PUT", "PATCH"}
-
-
-class BodyTooLarge(HTTPException):
-    def __init__(self) -> None:
-        super().__init__(status_code=413)
 
 
 def _too_large(limit: int) -> ApiError:
@@ -28,6 +20,38 @@ def _is_json(content_type: str) -> bool:
     return media == "application/json" or (
         media.startswith("application/") and media.endswith("+json")
     )
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes | None:
+    """The whole body, or None once it grows past ``limit`` (streamed bodies included)."""
+    chunks: list[bytes] = []
+    received = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunk = message.get("body", b"")
+        received += len(chunk)
+        if received > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A `receive` that hands the already-read body to the app, then defers to the client."""
+    delivered = False
+
+    async def replayed() -> Message:
+        nonlocal delivered
+        if not delivered:
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replayed
 
 
 class RequestBodyMiddleware:
@@ -48,21 +72,20 @@ class RequestBodyMiddleware:
         has_body = (declared.isdigit() and int(declared) > 0) or b"transfer-encoding" in headers
         if has_body and content_type and not _is_json(content_type):
             error = ApiError(
-                400,
+                415,
                 "request body must be JSON (Content-Type: application/json)",
                 code="UNSUPPORTED_MEDIA_TYPE",
             )
             await error.response()(scope, receive, send)
             return
-        received = 0
-
-        async def limited_receive() -> Message:
-            nonlocal received
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.max_bytes:
-                    raise BodyTooLarge
-            return message
-
-        await self.app(scope, limited_receive, send)
+        # Read in full (it is at most max_bytes) so that it is checked once, here, for
+        # every route, before FastAPI parses it again for the route's model.
+        body = await _read_body(receive, self.max_bytes)
+        if body is None:
+            await _too_large(self.max_bytes).response()(scope, receive, send)
+            return
+        problem = check_json_body(body) if body else None
+        if problem is not None:
+            await problem.response()(scope, receive, send)
+            return
+        await self.app(scope, _replay(body, receive), send)

@@ -11,8 +11,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import compile_path
 
 from tenantplane.http.request_id import REQUEST_ID_HEADER, request_id_of
+from tenantplane.http.route_index import api_routes
 
 log = structlog.get_logger(__name__)
 
@@ -27,7 +29,7 @@ class ErrorEnvelope(BaseModel):
     severity: str | None = None
 
 
-_DESCRIPTIONS = {
+STATUS_DESCRIPTIONS = {
     400: "Invalid request (validation failure, unknown field, invalid name or id)",
     401: "Missing or invalid authentication",
     403: "Insufficient permission for the tenant or role",
@@ -35,6 +37,7 @@ _DESCRIPTIONS = {
     409: "Conflict with the current state",
     412: "If-Match does not match the current ETag",
     413: "Request body too large",
+    415: "Request body is not JSON (Content-Type)",
     429: "Rate limited; Retry-After carries seconds",
     500: "Internal server error",
     502: "Upstream provider unavailable",
@@ -45,7 +48,7 @@ _DESCRIPTIONS = {
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI `responses` entries for the given error statuses, all in the envelope."""
     return {
-        status: {"model": ErrorEnvelope, "description": _DESCRIPTIONS[status]}
+        status: {"model": ErrorEnvelope, "description": STATUS_DESCRIPTIONS[status]}
         for status in statuses
     }
 
@@ -151,7 +154,7 @@ def field_path(loc: Sequence[int | str]) -> str:
 def _validation_error(exc: RequestValidationError) -> ApiError:
     errors: Sequence[Any] = exc.errors()
     first = errors[0] if errors else {"type": "value_error", "loc": (), "msg": "invalid request"}
-    kind = first.get("type", "")
+    kind = str(first.get("type", ""))
     loc = tuple(first.get("loc", ()))
     where, rest = (loc[0], loc[1:]) if loc else ("body", ())
     name = field_path(rest) or None
@@ -164,13 +167,15 @@ def _validation_error(exc: RequestValidationError) -> ApiError:
     message = str(first.get("msg", "invalid value"))
     # pydantic prefixes custom errors with "Value error, "; the client needs only the reason.
     message = message.removeprefix("Value error, ")
+    # Custom errors whose type is an upper-case code carry that code to the envelope.
+    code = kind if kind.isupper() else "VALIDATION_FAILED"
     if name and kind in {"missing"}:
         message = f"{name} is required"
     elif name:
         message = f"{name}: {message}"
     if where in {"path", "query", "header"}:
         message = f"invalid {where} parameter {message}"
-    return ValidationFailed(message, field=name)
+    return ValidationFailed(message, field=name, code=code)
 
 
 _STATUS_CODES = {
@@ -179,6 +184,19 @@ _STATUS_CODES = {
     413: ("request body too large", "PAYLOAD_TOO_LARGE"),
     400: ("bad request", "BAD_REQUEST"),
 }
+
+
+def allowed_methods(request: Request) -> str:
+    """Every method some route serves on this path. Starlette's own 405 names only the
+    methods of the first route matching the path, while each method here is its own route."""
+    path = request.scope["path"]
+    methods: set[str] = set()
+    for item in api_routes(request.app.router.routes):
+        if compile_path(item.path)[0].match(path):
+            methods.add(item.method)
+    if "GET" in methods:
+        methods.add("HEAD")
+    return ", ".join(sorted(methods))
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -190,10 +208,12 @@ def install_error_handlers(app: FastAPI) -> None:
         assert isinstance(exc, RequestValidationError)
         return _validation_error(exc).response()
 
-    async def on_http_error(_: Request, exc: Exception) -> JSONResponse:
+    async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
         error, code = _STATUS_CODES.get(exc.status_code, (str(exc.detail), None))
         headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            headers["Allow"] = allowed_methods(request)
         return ApiError(exc.status_code, error, code=code, headers=headers).response()
 
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:

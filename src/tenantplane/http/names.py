@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Path
-from pydantic import AfterValidator
+from pydantic import AfterValidator, Field
 
 from tenantplane.http.errors import ValidationFailed
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+_DNS_LABEL = re.compile(DNS_LABEL_PATTERN)
+# The rule of check_resource_name as JSON Schema, for the OpenAPI document only: the
+# validators keep answering with their own messages and codes.
+RESOURCE_NAME_SCHEMA: dict[str, object] = {
+    "pattern": DNS_LABEL_PATTERN,
+    "minLength": 2,
+    "maxLength": 63,
+}
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
@@ -32,7 +40,11 @@ def check_resource_name(value: str) -> str:
     return value
 
 
-ResourceName = Annotated[str, AfterValidator(check_resource_name)]
+ResourceName = Annotated[
+    str,
+    AfterValidator(check_resource_name),
+    Field(json_schema_extra=RESOURCE_NAME_SCHEMA),
+]
 
 
 def path_name(value: str, *, what: str, field: str = "name") -> str:
@@ -46,4 +58,9 @@ def path_name(value: str, *, what: str, field: str = "name") -> str:
     return value
 
 
-TenantPath = Annotated[str, Path(description="Tenant name")]
+def resource_name_path(description: str) -> Any:
+    """A path parameter documented with the resource-name rule (checked by path_name)."""
+    return Path(description=description, json_schema_extra=RESOURCE_NAME_SCHEMA)
+
+
+TenantPath = Annotated[str, resource_name_path("Tenant name")]

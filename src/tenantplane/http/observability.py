@@ -15,6 +15,17 @@ from tenantplane.http.route_index import templates_by_endpoint
 
 access_log = structlog.get_logger("tenantplane.access")
 
+# RFC 9110's methods plus PATCH. Anything else shares one label: a method is any token a
+# client cares to send, and each distinct label value would be a new series in /metrics.
+KNOWN_METHODS = frozenset(
+    {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"}
+)
+OTHER_METHOD = "other"
+
+
+def method_label(method: str) -> str:
+    return method if method in KNOWN_METHODS else OTHER_METHOD
+
 
 class HttpMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
@@ -67,8 +78,9 @@ class ObservabilityMiddleware:
         finally:
             elapsed = time.perf_counter() - started
             route, method = self.templates.of(scope), scope["method"]
-            self.metrics.requests.labels(route, method, str(recorder.status)).inc()
-            self.metrics.latency.labels(route, method).observe(elapsed)
+            label = method_label(method)
+            self.metrics.requests.labels(route, label, str(recorder.status)).inc()
+            self.metrics.latency.labels(route, label).observe(elapsed)
             client = scope.get("client")
             access_log.info(
                 "request",

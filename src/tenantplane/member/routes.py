@@ -21,7 +21,11 @@ async def add_member(
     response: Response,
     if_match: IfMatch = None,
 ) -> MemberRead:
-    """Add a member. If-Match and the ETag answered are the member list's version."""
+    """Add a member.
+
+    The email must be unique in the tenant (case-insensitive). If-Match and the ETag answered
+    are the member list's version. Admin.
+    """
     added = await service.add(session, principal.tenant_id, body.email, body.role, if_match)
     set_etag(response, added.list_version)
     return MemberRead.of(added.member)
@@ -31,6 +35,10 @@ async def add_member(
 async def list_members(
     principal: TenantMember, session: SessionDep, response: Response
 ) -> ItemList[MemberRead]:
+    """List the tenant's members.
+
+    The ETag answered is the member list's version, for If-Match on add. Members.
+    """
     listed = await service.list_members(session, principal.tenant_id)
     set_etag(response, listed.version)
     return ItemList[MemberRead](items=[MemberRead.of(member) for member in listed.members])
@@ -40,6 +48,10 @@ async def list_members(
 async def get_member(
     principal: TenantMember, email: str, session: SessionDep, response: Response
 ) -> MemberRead:
+    """Read one member.
+
+    The member is addressed by email, matched case-insensitively. Members.
+    """
     member = await service.get(session, principal.tenant_id, service.path_email(email))
     set_etag(response, member.resource_version)
     return MemberRead.of(member)
@@ -54,6 +66,10 @@ async def change_member_role(
     response: Response,
     if_match: IfMatch = None,
 ) -> MemberRead:
+    """Change a member's role.
+
+    The last admin cannot be demoted (409). Admin.
+    """
     member = await service.change_role(
         session, principal.tenant_id, service.path_email(email), body.role, if_match
     )
@@ -71,7 +87,11 @@ async def remove_member(
     response: Response,
     if_match: IfMatch = None,
 ) -> None:
-    """Remove a member; the ETag answered is the member list's new version."""
+    """Remove a member.
+
+    The ETag answered is the member list's new version; the last admin cannot be removed (409).
+    Admin.
+    """
     version = await service.remove(
         session, principal.tenant_id, service.path_email(email), if_match
     )

@@ -1,14 +1,19 @@
 from __future__ import annotations
 
+from typing import Annotated
+
 from fastapi import APIRouter, Response, status
 
 from tenantplane.db.session import SessionDep
 from tenantplane.http.auth import TenantAdmin, TenantMember
 from tenantplane.http.errors import error_responses
 from tenantplane.http.etag import IfMatch, set_etag
+from tenantplane.http.names import resource_name_path
 from tenantplane.http.schemas import ItemList
 from tenantplane.secret import service
 from tenantplane.secret.schemas import SecretCreate, SecretRead, SecretUpdate
+
+SecretName = Annotated[str, resource_name_path("Secret name")]
 
 router = APIRouter(prefix="/tenants/{tenant}/secrets", tags=["secrets"])
 
@@ -17,6 +22,10 @@ router = APIRouter(prefix="/tenants/{tenant}/secrets", tags=["secrets"])
 async def create_secret(
     principal: TenantAdmin, body: SecretCreate, session: SessionDep, response: Response
 ) -> SecretRead:
+    """Create a managed secret.
+
+    It points at a path in the tenant's vault and may name sync targets. Admin.
+    """
     secret = await service.create(session, principal.tenant_id, body)
     set_etag(response, secret.resource_version)
     return SecretRead.of(secret)
@@ -24,14 +33,22 @@ async def create_secret(
 
 @router.get("")
 async def list_secrets(principal: TenantMember, session: SessionDep) -> ItemList[SecretRead]:
+    """List the tenant's managed secrets.
+
+    Metadata and sync configuration, never values. Members.
+    """
     secrets = await service.list_secrets(session, principal.tenant_id)
     return ItemList[SecretRead](items=[SecretRead.of(secret) for secret in secrets])
 
 
 @router.get("/{name}", responses=error_responses(404))
 async def get_secret(
-    principal: TenantMember, name: str, session: SessionDep, response: Response
+    principal: TenantMember, name: SecretName, session: SessionDep, response: Response
 ) -> SecretRead:
+    """Read one managed secret.
+
+    Includes its sync status. Members.
+    """
     secret = await service.get(session, principal.tenant_id, name)
     set_etag(response, secret.resource_version)
     return SecretRead.of(secret)
@@ -40,12 +57,16 @@ async def get_secret(
 @router.patch("/{name}", responses=error_responses(404, 412))
 async def patch_secret(
     principal: TenantAdmin,
-    name: str,
+    name: SecretName,
     body: SecretUpdate,
     session: SessionDep,
     response: Response,
     if_match: IfMatch = None,
 ) -> SecretRead:
+    """Replace a secret's sync targets.
+
+    The list fully replaces the existing one; an empty list removes all targets. Admin.
+    """
     secret = await service.replace_targets(session, principal.tenant_id, name, body.sync, if_match)
     set_etag(response, secret.resource_version)
     return SecretRead.of(secret)
@@ -55,6 +76,10 @@ async def patch_secret(
     "/{name}", status_code=status.HTTP_204_NO_CONTENT, responses=error_responses(404, 412)
 )
 async def delete_secret(
-    principal: TenantAdmin, name: str, session: SessionDep, if_match: IfMatch = None
+    principal: TenantAdmin, name: SecretName, session: SessionDep, if_match: IfMatch = None
 ) -> None:
+    """Delete a managed secret.
+
+    Its copies are removed from the clusters it was synced into; the vault is untouched. Admin.
+    """
     await service.delete(session, principal.tenant_id, name, if_match)

@@ -1,13 +1,12 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field
 
 from tenantplane.http.names import ResourceName, is_dns_label, is_dns_subdomain
-from tenantplane.http.schemas import InputModel, OutputModel
+from tenantplane.http.schemas import InputModel, OutputModel, UtcDateTime
 from tenantplane.secret.models import Secret
 
 MAX_SYNC_TARGETS = 100
@@ -94,7 +93,7 @@ class SecretRead(OutputModel):
     name: str
     secret_path: str
     sync: list[SyncTargetRead]
-    created_at: datetime
+    created_at: UtcDateTime
     resource_version: str
     status: SecretStatusRead
 

@@ -15,6 +15,10 @@ router = APIRouter(prefix="/tenants/{tenant}", tags=["tenant"])
 async def get_tenant(
     principal: TenantMember, session: SessionDep, response: Response
 ) -> TenantRead:
+    """Read the tenant.
+
+    The tenant's platform-managed fields (plan, enforcement flags). Members.
+    """
     tenant = await service.get(session, principal.tenant_id)
     set_etag(response, tenant.resource_version)
     return TenantRead.of(tenant)
@@ -22,4 +26,8 @@ async def get_tenant(
 
 @router.patch("", response_model=TenantRead)
 async def patch_tenant(principal: TenantAdmin, update: TenantUpdate) -> TenantRead:
+    """Change the tenant (refused).
+
+    Every tenant field is platform-managed: naming one is a 403, naming none a 400. Admin.
+    """
     service.reject_tenant_update(update)

@@ -8,8 +8,13 @@ from typing import Any
 
 from tenantplane.alerting.validation.errors import ConfigError, join
 from tenantplane.alerting.validation.goregex import RegexError, check_go_regex
-from tenantplane.alerting.validation.gotemplate import TemplateSyntaxError, check_template
+from tenantplane.alerting.validation.gotemplate import (
+    TemplateLimitError,
+    TemplateSyntaxError,
+    check_template,
+)
 from tenantplane.alerting.validation.integrations import GLOBAL, check_receiver
+from tenantplane.alerting.validation.limits import check_name, check_route_depth
 from tenantplane.alerting.validation.matchers import LABEL_NAME, parse_matchers
 from tenantplane.alerting.validation.schema import boolean, duration, string, string_list
 from tenantplane.alerting.validation.timeintervals import check_time_interval
@@ -157,6 +162,7 @@ def _check_time_intervals(value: Any) -> set[str]:
             string(name, join(path, "name"))
         if not name:
             raise ConfigError("missing name in time interval", join(path, "name"))
+        check_name(name, join(path, "name"), "time interval")
         if name in names:
             raise ConfigError(f'time interval "{name}" is not unique', join(path, "name"))
         names.add(name)
@@ -177,6 +183,8 @@ def check_templates(value: Any) -> None:
         string(contents, path)
         try:
             check_template(contents)
+        except TemplateLimitError as exc:
+            raise ConfigError(f"template {filename}: {exc}", path, exc.code) from None
         except TemplateSyntaxError as exc:
             raise ConfigError(f"template {filename}: {exc}", path, "INVALID_TEMPLATE") from None
 
@@ -203,6 +211,7 @@ def validate_config(config: dict[str, Any]) -> None:
     for index, receiver in enumerate(receivers):
         path = join("receivers", index)
         check_receiver(receiver, glob, path)
+        check_name(receiver["name"], join(path, "name"), "receiver")
         if receiver["name"] in names:
             raise ConfigError(
                 f'notification config name "{receiver["name"]}" is not unique', join(path, "name")
@@ -211,6 +220,7 @@ def validate_config(config: dict[str, Any]) -> None:
     route = config.get("route")
     if route is None:
         raise ConfigError("no routes provided", "route")
+    check_route_depth(route, "route", 0)
     check_route(route, "route", root=True)
     for node, path in walk_routes(route, "route"):
         receiver = node.get("receiver")

@@ -40,8 +40,31 @@ _KEYWORDS = frozenset(
 )
 
 
+# Stricter than Go (whose parser allows 10,000 levels): a template file is at most this
+# many bytes of UTF-8, and parentheses or blocks (if/range/with/define/block) nest at most
+# this deep. Both are checked before the parser works on the text, so that no file can
+# cost more than a bounded amount of CPU to check.
+MAX_TEMPLATE_BYTES = 256 * 1024
+MAX_TEMPLATE_NESTING = 64
+
+
 class TemplateSyntaxError(ValueError):
     pass
+
+
+class TemplateLimitError(TemplateSyntaxError):
+    """A template beyond a size or nesting limit (not a syntax error in Go's sense)."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _too_deep() -> TemplateLimitError:
+    return TemplateLimitError(
+        f"parentheses and blocks nest at most {MAX_TEMPLATE_NESTING} levels",
+        "TEMPLATE_TOO_DEEP",
+    )
 
 
 @dataclass
@@ -217,6 +240,8 @@ class _Checker:
         return bool(self.frames) and self.frames[-1].in_range
 
     def push(self, keyword: str) -> None:
+        if len(self.frames) >= MAX_TEMPLATE_NESTING:
+            raise _too_deep()
         in_range = keyword == "range" or self.in_range()
         if keyword in ("define", "block"):
             in_range = False
@@ -345,47 +370,40 @@ class _Checker:
             raise TemplateSyntaxError(f'undefined variable "{name}"')
 
     def commands(self, tokens: list[_Token], context: str) -> None:
-        stage: list[_Token] = []
-        depth = 0
-        stages: list[list[_Token]] = []
-        for token in tokens:
-            if token.kind == "lparen":
-                depth += 1
-            elif token.kind == "rparen":
-                depth -= 1
-                if depth < 0:
-                    raise TemplateSyntaxError("unexpected right paren")
-            if token.kind == "pipe" and depth == 0:
-                stages.append(stage)
-                stage = []
+        """A pipeline: its parentheses matched once, then each level visited once."""
+        self._commands(tokens, _match_parens(tokens), 0, len(tokens))
+
+    def _commands(self, tokens: list[_Token], match: dict[int, int], start: int, end: int) -> None:
+        stages: list[tuple[int, int]] = []
+        stage_start = i = start
+        while i < end:
+            if tokens[i].kind == "lparen":
+                i = match[i] + 1
                 continue
-            stage.append(token)
-        if depth > 0:
-            raise TemplateSyntaxError("unclosed left paren")
-        stages.append(stage)
-        for index, command in enumerate(stages):
-            if not command:
+            if tokens[i].kind == "pipe":
+                stages.append((stage_start, i))
+                stage_start = i + 1
+            i += 1
+        stages.append((stage_start, end))
+        for index, (first, last) in enumerate(stages):
+            if first == last:
                 if index == len(stages) - 1 and index > 0:
                     continue  # Go 1.19 accepts a trailing '|'
                 raise TemplateSyntaxError("missing value for command")
-            if index > 0 and command[0].kind in ("bool", "dot", "nil", "number", "string"):
+            if index > 0 and tokens[first].kind in ("bool", "dot", "nil", "number", "string"):
                 raise TemplateSyntaxError(f"non executable command in pipeline stage {index + 1}")
-            self.command(command)
+            self.command(tokens, match, first, last)
 
-    def command(self, tokens: list[_Token]) -> None:
-        i = 0
-        while i < len(tokens):
+    def command(self, tokens: list[_Token], match: dict[int, int], start: int, end: int) -> None:
+        i = start
+        while i < end:
             token = tokens[i]
             if token.kind == "lparen":
-                depth, j = 1, i + 1
-                while depth:
-                    depth += {"lparen": 1, "rparen": -1}.get(tokens[j].kind, 0)
-                    j += 1
-                inner = tokens[i + 1 : j - 1]
-                if not inner:
+                close = match[i]
+                if close == i + 1:
                     raise TemplateSyntaxError("missing value for parenthesized pipeline")
-                self.commands(inner, "parenthesized pipeline")
-                i = j
+                self._commands(tokens, match, i + 1, close)
+                i = close + 1
                 continue
             if token.kind == "ident":
                 name = token.text.split(".")[0]
@@ -398,6 +416,24 @@ class _Checker:
             i += 1
 
 
+def _match_parens(tokens: list[_Token]) -> dict[int, int]:
+    """Index of each left paren's right paren; unbalanced or too deep pipelines raise."""
+    match: dict[int, int] = {}
+    open_parens: list[int] = []
+    for index, token in enumerate(tokens):
+        if token.kind == "lparen":
+            if len(open_parens) >= MAX_TEMPLATE_NESTING:
+                raise _too_deep()
+            open_parens.append(index)
+        elif token.kind == "rparen":
+            if not open_parens:
+                raise TemplateSyntaxError("unexpected right paren")
+            match[open_parens.pop()] = index
+    if open_parens:
+        raise TemplateSyntaxError("unclosed left paren")
+    return match
+
+
 _ACTION_START = re.compile(r"\{\{(- )?")
 
 
@@ -407,6 +443,12 @@ def _comment(body: str) -> bool:
 
 def check_template(text: str) -> None:
     """Raise TemplateSyntaxError (with Go's wording where practical) for a template file."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_TEMPLATE_BYTES:
+        raise TemplateLimitError(
+            f"a template file is at most {MAX_TEMPLATE_BYTES} bytes (this one: {size})",
+            "TEMPLATE_TOO_LARGE",
+        )
     checker = _Checker()
     position = 0
     line = 1
@@ -448,6 +490,8 @@ def check_template(text: str) -> None:
             position = end + close_len
         if checker.frames:
             raise TemplateSyntaxError("unexpected EOF")
+    except TemplateLimitError as exc:
+        raise TemplateLimitError(f"line {line}: {exc}", exc.code) from None
     except TemplateSyntaxError as exc:
         raise TemplateSyntaxError(f"line {line}: {exc}") from None
 

@@ -83,6 +83,11 @@ def _check_weekdays(value: str) -> None:
 def _go_int(text: str) -> int:
     if not re.fullmatch(r"[+-]?[0-9]+", text):
         raise ValueError(f'strconv.Atoi: parsing "{text}": invalid syntax')
+    # Go's int is 64 bits; the digit count is checked first so that no huge literal is
+    # ever converted.
+    digits = text.lstrip("+-").lstrip("0")
+    if len(digits) > 19 or not -(2**63) <= int(text) < 2**63:
+        raise ValueError(f'strconv.Atoi: parsing "{text}": value out of range')
     return int(text)
 
 
@@ -105,7 +110,7 @@ def _month(text: str) -> int:
     if lowered in MONTHS:
         return MONTHS[lowered]
     if re.fullmatch(r"[+-]?[0-9]+", text):
-        return int(text)  # Alertmanager 0.25 does not range-check numeric months
+        return _go_int(text)  # Alertmanager 0.25 does not range-check numeric months
     raise ValueError(f"{text} is not a valid month")
 
 

@@ -1,0 +1,102 @@
+"""A real `tenantplane serve` process on a loopback port with its own SQLite database,
+and a tenant with an admin key made by the operator command."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import TEST_SECRET
+
+TENANTPLANE = str(Path(sys.executable).parent / "tenantplane")
+START_DEADLINE_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class Served:
+    base_url: str
+    tenant: str
+    admin_key: str
+    admin_key_id: str
+    log: Path
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def server_env(tmp_path: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "TENANTPLANE_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'tenantplane.db'}",
+        "TENANTPLANE_SECRET_KEY": TEST_SECRET,
+        "TENANTPLANE_RATE_LIMIT": "1000000/minute",
+        # A fuzzer's deliberate auth failures must not block its own later requests.
+        "TENANTPLANE_AUTH_FAILURE_THRESHOLD": "1000000",
+        "TENANTPLANE_SIMULATOR_STEP_SECONDS": "0.05",
+    }
+
+
+def wait_until_serving(base_url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    give_up = time.monotonic() + START_DEADLINE_SECONDS
+    while time.monotonic() < give_up:
+        if process.poll() is not None:
+            pytest.fail(f"the server exited: {log.read_text(errors='replace')[-2000:]}")
+        try:
+            if httpx.get(f"{base_url}/readyz", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)  # polling a condition with a deadline
+    pytest.fail("the server did not start")
+
+
+def create_tenant(env: dict[str, str], name: str) -> tuple[str, str]:
+    result = subprocess.run(
+        [TENANTPLANE, "tenant", "create", name, "--plan", "enterprise", "--json"],
+        env=env,
+        capture_output=True,
+        check=True,
+    )
+    created = json.loads(result.stdout)
+    return created["apiKey"]["key"], created["apiKey"]["id"]
+
+
+@contextmanager
+def served(tmp_path: Path, tenant: str = "contract") -> Iterator[Served]:
+    env = server_env(tmp_path)
+    port = free_port()
+    base_url = f"http://127.0.0.1:{port}"
+    log = tmp_path / "server.log"
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            [TENANTPLANE, "serve", "--host", "127.0.0.1", "--port", str(port)],
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            wait_until_serving(base_url, process, log)
+            key, key_id = create_tenant(env, tenant)
+            yield Served(base_url, tenant, key, key_id, log)
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
