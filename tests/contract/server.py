@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,8 +77,11 @@ def create_tenant(env: dict[str, str], name: str) -> tuple[str, str]:
 
 
 @contextmanager
-def served(tmp_path: Path, tenant: str = "contract") -> Iterator[Served]:
-    env = server_env(tmp_path)
+def served(
+    tmp_path: Path, tenant: str = "contract", extra_env: Mapping[str, str] | None = None
+) -> Iterator[Served]:
+    """``extra_env`` adds settings (e.g. a vault) to the server's and the operator's environment."""
+    env = {**server_env(tmp_path), **(extra_env or {})}
     port = free_port()
     base_url = f"http://127.0.0.1:{port}"
     log = tmp_path / "server.log"
