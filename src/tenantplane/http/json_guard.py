@@ -16,7 +16,8 @@ from typing import Any
 
 from tenantplane.http.errors import ApiError, ValidationFailed, field_path
 
-MAX_DEPTH = 64
+# Deep enough for an alerting route tree at its own limit (32 levels, two JSON levels each).
+MAX_DEPTH = 128
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 _MAX_INT_DIGITS = 19  # beyond this an integer literal cannot fit in 64 bits
 
