@@ -69,9 +69,6 @@ def test_schemathesis_finds_no_contradiction(tmp_path: Path) -> None:
                 MAX_EXAMPLES,
                 "--seed",
                 "1",
-                # The fuzzer's own key must survive: no revocation of it.
-                "--exclude-operation-id",
-                "revokeApiKey",
                 "--report",
                 "har",
                 "--report-har-path",
@@ -79,12 +76,15 @@ def test_schemathesis_finds_no_contradiction(tmp_path: Path) -> None:
             ],
             capture_output=True,
             text=True,
+            # Its cache of crashes goes to the working directory: keep it out of the checkout.
+            cwd=tmp_path,
             timeout=300,
             check=False,
         )
         output = result.stdout[-6000:] + result.stderr[-2000:]
         assert result.returncode == 0, output
-        # The key is still valid after the run.
+        # revokeApiKey is fuzzed too: ids it makes up never name the fuzzer's own key (its id
+        # is random), so the key it authenticates with is still valid after the run.
         keys = httpx.get(
             f"{server.base_url}/api/v1/tenants/{server.tenant}/apikeys/{server.admin_key_id}",
             headers={"Authorization": f"Bearer {server.admin_key}"},
@@ -106,6 +106,5 @@ def test_schemathesis_finds_no_contradiction(tmp_path: Path) -> None:
         (method, template)
         for template, item in document["paths"].items()
         for method, op in item.items()
-        if op.get("operationId") != "revokeApiKey"
     }
     assert sorted(expected - answered) == [], "operations never answered other than 401"
