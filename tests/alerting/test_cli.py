@@ -128,7 +128,8 @@ async def test_set_credentials_refuses_missing_secrets_and_unknown_tenants(
         cwd=tmp_path,
         stdin="\n",
     )
-    assert code == 1
+    # A missing value is a usage error (exit 2); an unknown tenant is refused (exit 1).
+    assert code == 2
     assert "token" in err
     code, _, err = await tenantplane(
         "alerting",

@@ -194,9 +194,12 @@ class BillingRepository:
             builder(ProviderEvent)
             .values(**values)
             .on_conflict_do_nothing(index_elements=[ProviderEvent.event_id])
+            # A returned row, not rowcount: psycopg reports -1 for an INSERT whose primary key
+            # comes back through RETURNING, whether or not a row was inserted.
+            .returning(ProviderEvent.id)
         )
-        result = await self.session.execute(statement)
-        return bool(result.rowcount)  # type: ignore[attr-defined]
+        inserted = (await self.session.execute(statement)).scalar_one_or_none()
+        return inserted is not None
 
     async def event(self, event_id: int) -> ProviderEvent | None:
         return await self.session.get(ProviderEvent, event_id)
