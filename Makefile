@@ -3,7 +3,7 @@ UV ?= uv
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: uv install install-runtime test-deps serve worker test test-lowest lint format bench openapi
+.PHONY: uv install install-runtime test-deps serve worker test test-system test-lowest lint format bench openapi
 
 uv:
 	@command -v $(UV) >/dev/null 2>&1 || python3 -m pip install --quiet uv
@@ -24,6 +24,14 @@ test-deps:
 
 test: install test-deps
 	$(UV) run pytest -n 2 $(PYTEST_ARGS)
+
+# Real deployments (tests/system, deselected by `make test`): API replicas, workers and
+# billing runs as processes on PostgreSQL, Redis and SQLite, killed and frozen on purpose.
+# Serial (the tests start several processes each); -s prints each test's figures as it ends.
+# Compiled bytecode spares each of the dozens of processes compiling the application.
+test-system: uv test-deps
+	$(UV) sync --frozen --compile-bytecode
+	$(UV) run pytest tests/system -m system -s -p no:randomly --durations=0 $(PYTEST_ARGS)
 
 lint: install
 	$(UV) run ruff check .
@@ -52,4 +60,4 @@ test-lowest: uv test-deps
 
 # The OpenAPI document the app serves, committed as docs/openapi.json (a test compares them).
 openapi: install
-	$(UV) run python -m tenantplane.http.openapi > docs/openapi.json
+	$(UV) run python -m tenantplane.openapi_export > docs/openapi.json

@@ -1,7 +1,7 @@
 """The access level every operation of the app declares, read from its routes.
 
 A route declares its level through the ``Public``/``AnyCaller``/``TenantMember``/
-``TenantAdmin`` aliases of tenantplane.http.auth, whose dependencies carry the level
+``TenantAdmin`` aliases of tenantplane.access, whose dependencies carry the level
 (``access_level_of``). The level may also come through a feature's own dependency that
 depends on one of them, so the whole dependency tree is searched; the strictest level found
 is the route's. A route that declares none is an error, not a default.
@@ -17,9 +17,11 @@ from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute, RouteContext, iter_route_contexts
 from pydantic import SecretStr
 
+from tenantplane.access import writable_in_of
 from tenantplane.app import create_app
 from tenantplane.config import Settings
-from tenantplane.http.auth import Access, access_level_of
+from tenantplane.http.access import Access, access_level_of
+from tenantplane.tenant.models import TenantState
 
 STRICTNESS = [Access.public, Access.authenticated, Access.member, Access.admin]
 # Served by FastAPI itself (OpenAPI document and its viewers): public by construction.
@@ -39,6 +41,8 @@ class Operation:
     method: str
     path: str  # the route's full path template, e.g. /api/v1/tenants/{tenant}/members
     level: Access | None  # None: the route declares no level (always an error)
+    # The states besides active in which the route's writes are allowed (its declaration).
+    writable_in: frozenset[TenantState] = frozenset()
 
     def __str__(self) -> str:
         return f"{self.method} {self.path}"
@@ -51,7 +55,7 @@ class Operation:
         if self.level is None:
             raise UndeclaredAccess(
                 f"{self} declares no access level: add Public, AnyCaller, TenantMember or "
-                "TenantAdmin (tenantplane.http.auth) to its signature"
+                "TenantAdmin (tenantplane.access) to its signature"
             )
         return self.level
 
@@ -62,6 +66,19 @@ def _levels(dependant: Dependant) -> Iterator[Access]:
         yield level
     for dependency in dependant.dependencies:
         yield from _levels(dependency)
+
+
+def _writable_in(dependant: Dependant) -> Iterator[frozenset[TenantState]]:
+    if access_level_of(dependant.call) is not None:
+        yield writable_in_of(dependant.call)
+    for dependency in dependant.dependencies:
+        yield from _writable_in(dependency)
+
+
+def declared_writable_in(route: RouteContext) -> frozenset[TenantState]:
+    """The states every access check of the route lets its writes through in."""
+    declared = list(_writable_in(route.dependant))
+    return frozenset.intersection(*declared) if declared else frozenset()
 
 
 def declared_level(route: RouteContext) -> Access | None:
@@ -79,12 +96,14 @@ def operations(app: FastAPI) -> list[Operation]:
     for route in iter_route_contexts(app.routes):
         path = route.path or repr(route.original_route)
         level: Access | None = None
+        writable_in: frozenset[TenantState] = frozenset()
         if path in FRAMEWORK_PATHS:
             level = Access.public
         elif isinstance(route.original_route, APIRoute):
             level = declared_level(route)
+            writable_in = declared_writable_in(route)
         methods = (route.methods or {"GET"}) - IGNORED_METHODS
-        found.extend(Operation(method, path, level) for method in methods)
+        found.extend(Operation(method, path, level, writable_in) for method in methods)
     return sorted(found, key=str)
 
 

@@ -9,6 +9,10 @@ A missing service fails its tests with the command that provides it (`scripts/te
 from __future__ import annotations
 
 import os
+import shutil
+import signal
+import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -65,3 +69,73 @@ def redis_url() -> str:
     except redis.RedisError as exc:
         unavailable("Redis", exc)
     return REDIS_URL
+
+
+class DedicatedRedis:
+    """A redis-server process of the test's own on a loopback port, to make unreachable
+    (``kill``: connections refused; ``freeze``: connections accepted, never answered) and
+    bring back on the same port (``start``, ``thaw``)."""
+
+    def __init__(self, directory: Path, port: int) -> None:
+        self.directory = directory
+        self.port = port
+        self.url = f"redis://127.0.0.1:{port}/0"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        log = (self.directory / "redis.log").open("ab")
+        self.process = subprocess.Popen(
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.directory),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        log.close()
+        deadline = time.monotonic() + 30
+        client = redis.Redis.from_url(self.url, socket_connect_timeout=1, socket_timeout=1)
+        while True:
+            try:
+                client.ping()
+                return
+            except redis.RedisError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(
+                        "redis-server did not start: " + (self.directory / "redis.log").read_text()
+                    )
+            time.sleep(0.05)  # polling a condition with a deadline
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def freeze(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGCONT)
+
+
+@contextmanager
+def dedicated_redis(directory: Path, port: int) -> Iterator[DedicatedRedis]:
+    if shutil.which("redis-server") is None:
+        pytest.fail(f"redis-server is not installed; run: {INSTALL_TOOLS}", pytrace=False)
+    server = DedicatedRedis(directory, port)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.kill()

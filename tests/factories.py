@@ -12,6 +12,7 @@ from tenantplane.apikey import service as apikey_service
 from tenantplane.billing import service as billing_service
 from tenantplane.cluster.models import Cluster, ClusterPhase
 from tenantplane.db.engine import Database
+from tenantplane.keys import KeyRing
 from tenantplane.member.models import Member, Role
 from tenantplane.tenant import service as tenant_service
 from tenantplane.tenant.models import Plan
@@ -40,7 +41,7 @@ class ClusterFixture:
 class Factory:
     def __init__(self, database: Database, secret: bytes) -> None:
         self.database = database
-        self.secret = secret
+        self.keys = KeyRing(secret)
 
     async def tenant(self, name: str | None = None, plan: Plan = Plan.starter) -> TenantFixture:
         name = name or f"t-{uuid.uuid4().hex[:10]}"
@@ -64,7 +65,7 @@ class Factory:
         async with self.database.transaction() as session:
             issued = await apikey_service.issue(
                 session,
-                secret=self.secret,
+                keys=self.keys,
                 tenant_id=tenant_id,
                 display_name=display_name,
                 role=role,
@@ -130,7 +131,7 @@ class Factory:
                 auth=CredentialsAuth(auth),
                 username=username,
                 secret=secret,
-                secret_key=self.secret,
+                keys=self.keys,
             )
 
     async def expire_api_key(self, raw_key: str) -> None:
@@ -140,12 +141,12 @@ class Factory:
         from sqlalchemy import update
 
         from tenantplane.apikey.models import ApiKey
-        from tenantplane.apikey.tokens import hash_key
+        from tenantplane.apikey.tokens import candidate_hashes
 
         async with self.database.transaction() as session:
             await session.execute(
                 update(ApiKey)
-                .where(ApiKey.key_hash == hash_key(self.secret, raw_key))
+                .where(ApiKey.key_hash.in_(candidate_hashes(self.keys, raw_key)))
                 .values(expires_at=datetime.now(UTC) - timedelta(seconds=1))
             )
 
@@ -220,13 +221,13 @@ class Factory:
     async def revoked_api_key(self, tenant_id: int, role: Role = Role.admin) -> str:
         """A key that existed and was revoked (deleted) through the service."""
         from tenantplane.apikey.models import ApiKey
-        from tenantplane.apikey.tokens import hash_key
+        from tenantplane.apikey.tokens import candidate_hashes
 
         raw_key = await self.api_key(tenant_id, role, display_name="revoked")
         async with self.database.transaction() as session:
             key = (
                 await session.execute(
-                    select(ApiKey).where(ApiKey.key_hash == hash_key(self.secret, raw_key))
+                    select(ApiKey).where(ApiKey.key_hash.in_(candidate_hashes(self.keys, raw_key)))
                 )
             ).scalar_one()
             await apikey_service.revoke(session, tenant_id, key.id)

@@ -22,9 +22,10 @@ import pytest
 from fastapi import Request
 from sqlalchemy import select
 
+from tenantplane.access import TenantMember
 from tenantplane.db.engine import Database
 from tenantplane.db.models import Base
-from tenantplane.http.auth import Access, TenantMember
+from tenantplane.http.access import Access
 from tenantplane.member.models import Role
 from tests.access import Operation, UndeclaredAccess, introspection_app, operations
 from tests.conftest import make_settings

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import APIRouter, FastAPI
 from fastapi_offline import FastAPIOffline
@@ -11,8 +11,10 @@ from prometheus_client import CollectorRegistry
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from tenantplane import ops
+from tenantplane.alerting.policy import policy_from_settings
 from tenantplane.alerting.routes import router as alerting_router
 from tenantplane.apikey.routes import router as apikey_router
+from tenantplane.billing.context import BillingContext
 from tenantplane.billing.routes import router as billing_router
 from tenantplane.billing.routes import tenant_router as billing_tenant_router
 from tenantplane.cluster.routes import router as cluster_router
@@ -24,11 +26,14 @@ from tenantplane.http.errors import error_responses, install_error_handlers
 from tenantplane.http.observability import HttpMetrics, ObservabilityMiddleware
 from tenantplane.http.openapi import API_PREFIX, openapi_document, operation_id
 from tenantplane.http.ratelimit import RateLimiter, RateLimitMiddleware
+from tenantplane.http.ratelimit_store import StoreGuard
 from tenantplane.http.request_id import RequestIdMiddleware
+from tenantplane.http.security_headers import SecurityHeadersMiddleware, security_headers
 from tenantplane.logging import configure_logging
 from tenantplane.member.routes import router as member_router
 from tenantplane.providers.alerting.factory import backend_from_settings
 from tenantplane.providers.identity import build_token_verifier
+from tenantplane.reconcile.metrics import ReconcileMetrics, register_runtime_collectors
 from tenantplane.secret.routes import router as secret_router
 from tenantplane.tenant.routes import router as tenant_router
 
@@ -58,6 +63,17 @@ def api_router() -> APIRouter:
     return router
 
 
+async def close_remote_clients(app: FastAPI) -> None:
+    """Close the pooled clients of the request path's remote services (at shutdown)."""
+    await app.state.alerting_backend.aclose()
+    if app.state.token_verifier is not None:
+        await app.state.token_verifier.aclose()
+    # Built on the first billing request (billing.routes.billing_context), if there was one.
+    billing: BillingContext | None = getattr(app.state, "billing", None)
+    if billing is not None:
+        await billing.provider.aclose()
+
+
 def create_app(
     settings: Settings | None = None, *, rate_limit_prefix: str = "tenantplane"
 ) -> FastAPI:
@@ -66,20 +82,26 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        database = Database.connect(settings.database_url)
-        app.state.database = database
-        supervisor = None
-        if settings.run_reconcilers:
-            from tenantplane.reconcile.registry import build_supervisor
+        # Closed in reverse order: reconcilers stop first, the database goes last.
+        async with AsyncExitStack() as closing:
+            database = Database.from_settings(settings)
+            closing.push_async_callback(database.dispose)
+            app.state.database = database
+            closing.push_async_callback(close_remote_clients, app)
+            if settings.run_reconcilers:
+                from tenantplane.reconcilers import build_supervisor
 
-            supervisor = build_supervisor(settings, database)
-            supervisor.start()
-        try:
+                # One alerting client per process: the API's, closed below.
+                supervisor = build_supervisor(
+                    settings,
+                    database,
+                    ReconcileMetrics(app.state.metrics_registry),
+                    shared={"alerting": app.state.alerting_backend},
+                )
+                supervisor.start()
+                app.state.supervisor = supervisor
+                closing.push_async_callback(supervisor.stop)
             yield
-        finally:
-            if supervisor is not None:
-                await supervisor.stop()
-            await database.dispose()
 
     # Swagger UI and ReDoc with their assets served by the app itself (no CDN).
     app = FastAPIOffline(
@@ -92,24 +114,35 @@ def create_app(
         strict_content_type=False,
     )
     app.state.settings = settings
-    app.state.api_key_secret = settings.api_key_secret()
+    app.state.keys = settings.keyring()
     app.state.token_verifier = build_token_verifier(settings)
     app.state.alerting_backend = backend_from_settings(settings)
+    app.state.alerting_policy = policy_from_settings(settings)
     app.state.metrics_registry = CollectorRegistry()
+    register_runtime_collectors(app.state.metrics_registry)
+    # Set by the lifespan when this process runs the reconcilers (/metrics reads it).
+    app.state.supervisor = None
     app.state.rate_limiter = RateLimiter(settings, rate_limit_prefix)
+    app.state.rate_limit_guard = StoreGuard(settings, app.state.metrics_registry)
+    app.state.security_headers = security_headers(settings)
 
     install_error_handlers(app)
     app.openapi = lambda: openapi_document(app)  # type: ignore[method-assign]
     app.include_router(ops.router)
     app.include_router(api_router())
 
-    # Added innermost first: request ids wrap everything, proxies are resolved before the
-    # rate limiter reads the client address.
+    # Added innermost first: security headers and request ids wrap everything, proxies are
+    # resolved before the rate limiter reads the client address.
     app.add_middleware(
-        RateLimitMiddleware, limiter=app.state.rate_limiter, prefixes=(API_PREFIX + "/",)
+        RateLimitMiddleware,
+        limiter=app.state.rate_limiter,
+        guard=app.state.rate_limit_guard,
+        prefixes=(API_PREFIX + "/",),
+        webhook_prefixes=(API_PREFIX + "/webhooks/",),
     )
     app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.trusted_proxies)
     app.add_middleware(RequestBodyMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(ObservabilityMiddleware, metrics=HttpMetrics(app.state.metrics_registry))
     app.add_middleware(RequestIdMiddleware)
+    app.add_middleware(SecurityHeadersMiddleware, headers=app.state.security_headers)
     return app

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import json
+from collections.abc import Awaitable, Callable
 from importlib.metadata import version as package_version
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -13,23 +13,34 @@ from rich.table import Table
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from tenantplane.alerting import credentials as alerting_credentials
 from tenantplane.alerting.cli import app as alerting_app
 from tenantplane.apikey import service as apikey_service
+from tenantplane.apikey.cli import OPERATOR_IDENTITY
+from tenantplane.apikey.cli import app as apikey_app
+from tenantplane.apikey.schemas import ApiKeyCreated
 from tenantplane.billing import cli as billing_cli
 from tenantplane.cli_support import (
     DEBUG_KEY,
+    EXIT_REFUSED,
     EXIT_USAGE,
     CliError,
+    JsonLogsOption,
+    JsonOption,
     OperatorGroup,
     database_unavailable,
+    echo_json,
+    echo_result,
     load_settings,
     run_in_transaction,
 )
 from tenantplane.cluster.cli import simulator_app
 from tenantplane.config import Settings
-from tenantplane.db.migrate import upgrade
+from tenantplane.db.migrate import MigrationRefused, upgrade
 from tenantplane.db.urls import display_url
+from tenantplane.member.cli import app as member_app
 from tenantplane.member.models import Role
+from tenantplane.tenant import lifecycle
 from tenantplane.tenant import service as tenant_service
 from tenantplane.tenant.models import Plan, Tenant
 from tenantplane.tenant.schemas import TenantRead
@@ -42,20 +53,23 @@ app = typer.Typer(
     # Plain help: the rich layout labels every flag `<bool>`.
     rich_markup_mode=None,
 )
-tenant_app = typer.Typer(help="Create, change and list tenants.", no_args_is_help=True)
+tenant_app = typer.Typer(
+    help="Create, change, list, suspend, resume and cancel tenants.", no_args_is_help=True
+)
 app.add_typer(tenant_app, name="tenant")
+app.add_typer(apikey_app, name="apikey")
+app.add_typer(member_app, name="member")
 app.add_typer(alerting_app, name="alerting")
 app.add_typer(simulator_app, name="simulator")
 app.add_typer(billing_cli.billing_app, name="billing")
+keys_app = typer.Typer(help="The secret key and the keys derived from it.", no_args_is_help=True)
+app.add_typer(keys_app, name="keys")
 tenant_app.command("cancel")(billing_cli.tenant_cancel)
 tenant_app.command("credit")(billing_cli.tenant_credit)
 
 console = Console()
-T = TypeVar("T")
 
 BOOTSTRAP_KEY_NAME = "bootstrap"
-# Recorded as createdBy of a bootstrap key made without --admin-email.
-OPERATOR_IDENTITY = "platform-operator"
 
 
 def _version(value: bool) -> None:
@@ -86,15 +100,10 @@ def _tenant_json(tenant: Tenant) -> dict[str, Any]:
 def _migrate(settings: Settings) -> None:
     try:
         upgrade(settings.database_url)
+    except MigrationRefused as exc:
+        raise CliError("MIGRATION_REFUSED", str(exc), EXIT_REFUSED) from exc
     except (OperationalError, DBAPIError, OSError) as exc:
         raise database_unavailable(settings.database_url, exc) from exc
-
-
-def _echo_json(document: object) -> None:
-    typer.echo(json.dumps(document))
-
-
-JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 
 
 @app.command()
@@ -102,21 +111,10 @@ def migrate(as_json: JsonOption = False) -> None:
     """Bring the database schema up to date (idempotent)."""
     settings = load_settings()
     _migrate(settings)
-    if as_json:
-        _echo_json({"database": display_url(settings.database_url), "upToDate": True})
-        return
-    console.print("database schema is up to date")
-
-
-def serving_summary(settings: Settings, host: str, port: int) -> str:
-    """The one start-up line: where it listens and what it is connected to."""
-    return (
-        f"tenantplane listening on http://{host}:{port}"
-        f" data dir {settings.data_dir}"
-        f" database {display_url(settings.database_url)}"
-        f" orchestrator {settings.orchestrator}"
-        f" alerting {settings.alerting_backend}"
-        f" billing {settings.billing_provider}"
+    echo_result(
+        as_json,
+        {"database": display_url(settings.database_url), "upToDate": True},
+        "database schema is up to date",
     )
 
 
@@ -124,32 +122,64 @@ def serving_summary(settings: Settings, host: str, port: int) -> str:
 def serve(
     host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to bind.")] = 8080,
+    as_json: JsonLogsOption = False,
 ) -> None:
-    """Migrate if needed, then serve the API and run the reconcilers."""
-    import uvicorn
+    """Migrate if needed, then serve the API and run the reconcilers (logs on stderr)."""
+    from tenantplane.http.server import serve as serve_app
 
-    from tenantplane.app import create_app
-
-    settings = load_settings()
+    settings = load_settings(json_logs=as_json)
     _migrate(settings)
-    typer.echo(serving_summary(settings, host, port))
-    uvicorn.run(
-        create_app(settings),
-        host=host,
-        port=port,
-        # Forwarded headers are honoured by the app itself, from TRUSTED_PROXIES only.
-        proxy_headers=False,
-        access_log=False,
-        log_config=None,
-    )
+    serve_app(settings, host, port)
 
 
 @app.command()
-def worker() -> None:
+def worker(
+    metrics_host: Annotated[
+        str, typer.Option(help="Address of the metrics endpoint (with --metrics-port).")
+    ] = "127.0.0.1",
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(min=0, max=65535, help="Serve Prometheus metrics on this port (/metrics)."),
+    ] = None,
+    as_json: JsonLogsOption = False,
+) -> None:
     """Run the reconcilers only (beside API replicas that set RUN_RECONCILERS=false)."""
     from tenantplane.reconcile.worker import run_worker
+    from tenantplane.reconcilers import build_supervisor
 
-    asyncio.run(run_worker(load_settings()))
+    settings = load_settings(json_logs=as_json)
+    asyncio.run(
+        run_worker(settings, build_supervisor, metrics_host=metrics_host, metrics_port=metrics_port)
+    )
+
+
+@keys_app.command("rotate")
+def keys_rotate(as_json: JsonOption = False) -> None:
+    """Re-encrypt stored credentials under TENANTPLANE_SECRET_KEY (after changing it, with the
+    old key in TENANTPLANE_SECRET_KEY_FALLBACKS); count the API keys still hashed otherwise."""
+    settings = load_settings()
+    keys = settings.keyring()
+
+    async def work(session: AsyncSession) -> dict[str, Any]:
+        try:
+            reencrypted = await alerting_credentials.reencrypt_credentials(session, keys)
+        except ValueError as exc:
+            raise CliError("UNKNOWN_KEY", str(exc), EXIT_REFUSED) from exc
+        return {
+            "keyDerivation": keys.current.derivation,
+            "credentialsReencrypted": reencrypted,
+            "apiKeysAwaitingRehash": await apikey_service.count_awaiting_rehash(session, keys),
+        }
+
+    result = run_in_transaction(settings, work)
+    echo_result(
+        as_json,
+        result,
+        f"{result['credentialsReencrypted']} stored credentials re-encrypted under "
+        f"{result['keyDerivation']}; {result['apiKeysAwaitingRehash']} API keys are re-hashed "
+        "on their next use (keep the fallbacks until this is 0, or until those keys may stop "
+        "working)",
+    )
 
 
 @tenant_app.command("create")
@@ -157,37 +187,37 @@ def tenant_create(
     name: str,
     plan: Annotated[Plan, typer.Option(help="Billing plan.")] = Plan.starter,
     admin_email: Annotated[str | None, typer.Option(help="Add this email as an admin.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Create a tenant, its first admin and an admin API key named `bootstrap` (shown once)."""
     settings = load_settings()
-    secret = settings.api_key_secret()
+    keys = settings.keyring()
 
-    async def work(session: AsyncSession) -> tuple[Tenant, apikey_service.IssuedKey]:
+    async def work(session: AsyncSession) -> dict[str, Any]:
         tenant = await tenant_service.create(session, name, plan, admin_email)
         issued = await apikey_service.issue(
             session,
-            secret=secret,
+            keys=keys,
             tenant_id=tenant.id,
             display_name=BOOTSTRAP_KEY_NAME,
             role=Role.admin,
             created_by=admin_email.lower() if admin_email else OPERATOR_IDENTITY,
         )
-        return tenant, issued
+        # As the API answers a key's creation: the raw key is in this document only.
+        api_key = ApiKeyCreated.of(issued.key, issued.raw_key)
+        return {
+            "tenant": _tenant_json(tenant),
+            "apiKey": api_key.model_dump(mode="json", by_alias=True, exclude_none=True),
+        }
 
-    tenant, issued = run_in_transaction(settings, work)
-    api_key = {
-        "id": issued.key.id,
-        "key": issued.raw_key,
-        "role": issued.key.role.value,
-        "displayName": issued.key.display_name,
-    }
+    created = run_in_transaction(settings, work)
     if as_json:
-        typer.echo(json.dumps({"tenant": _tenant_json(tenant), "apiKey": api_key}))
+        echo_json(created)
         return
-    console.print(f"tenant [bold]{tenant.name}[/bold] created (plan {tenant.plan.value})")
+    tenant, api_key = created["tenant"], created["apiKey"]
+    console.print(f"tenant [bold]{tenant['name']}[/bold] created (plan {tenant['plan']})")
     console.print(f"admin API key {api_key['id']} (shown once, keep it safe):")
-    typer.echo(issued.raw_key)
+    typer.echo(api_key["key"])
 
 
 @tenant_app.command("update")
@@ -200,7 +230,7 @@ def tenant_update(
     enforce_log_limit: Annotated[
         bool | None, typer.Option("--enforce-log-limit/--no-enforce-log-limit")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Change a tenant's platform-managed fields."""
     if plan is None and enforce_metrics_limit is None and enforce_log_limit is None:
@@ -219,20 +249,40 @@ def tenant_update(
         return _tenant_json(tenant)
 
     tenant = run_in_transaction(settings, work)
-    if as_json:
-        _echo_json(tenant)
-        return
-    typer.echo(
+    echo_result(
+        as_json,
+        tenant,
         f"tenant {name} updated: plan {tenant['plan']}, "
         f"enforceMetricsLimit {tenant['enforceMetricsLimit']}, "
-        f"enforceLogLimit {tenant['enforceLogLimit']}"
+        f"enforceLogLimit {tenant['enforceLogLimit']}",
     )
 
 
-@tenant_app.command("list")
-def tenant_list(
-    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON array.")] = False,
+def _change_state(
+    name: str, change: Callable[[AsyncSession, str], Awaitable[Tenant]], as_json: bool
 ) -> None:
+    async def work(session: AsyncSession) -> dict[str, Any]:
+        return _tenant_json(await change(session, name))
+
+    # The change is logged (an audit trail) on stderr: stdout carries the result.
+    tenant = run_in_transaction(load_settings(), work)
+    echo_result(as_json, tenant, f"tenant {name} is {tenant['state']}")
+
+
+@tenant_app.command("suspend")
+def tenant_suspend(name: str, as_json: JsonOption = False) -> None:
+    """Suspend a tenant: read-only (writes refused with TENANT_SUSPENDED) until resumed."""
+    _change_state(name, lifecycle.suspend, as_json)
+
+
+@tenant_app.command("resume")
+def tenant_resume(name: str, as_json: JsonOption = False) -> None:
+    """Resume a suspended tenant (whoever suspended it): writes are accepted again."""
+    _change_state(name, lifecycle.resume, as_json)
+
+
+@tenant_app.command("list")
+def tenant_list(as_json: JsonOption = False) -> None:
     """List tenants."""
 
     async def work(session: AsyncSession) -> list[dict[str, Any]]:
@@ -240,14 +290,15 @@ def tenant_list(
 
     tenants = run_in_transaction(load_settings(), work)
     if as_json:
-        typer.echo(json.dumps(tenants))
+        echo_json(tenants)
         return
-    table = Table("name", "plan", "enforceMetricsLimit", "enforceLogLimit")
+    table = Table("name", "plan", "enforceMetricsLimit", "enforceLogLimit", "state")
     for tenant in tenants:
         table.add_row(
             tenant["name"],
             tenant["plan"],
             str(tenant["enforceMetricsLimit"]),
             str(tenant["enforceLogLimit"]),
+            tenant["state"],
         )
     console.print(table)

@@ -12,10 +12,10 @@ import asyncio
 import json
 import sys
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession
 from typer.core import TyperGroup
@@ -24,6 +24,7 @@ from tenantplane.config import Settings
 from tenantplane.db.engine import Database
 from tenantplane.db.urls import display_url
 from tenantplane.http.errors import ApiError
+from tenantplane.logging import configure_logging
 
 T = TypeVar("T")
 
@@ -51,24 +52,66 @@ class Unavailable(CliError):
         super().__init__("UNAVAILABLE", message, EXIT_UNAVAILABLE)
 
 
-def load_settings() -> Settings:
-    """Settings, or a usage error naming the environment variable that is wrong."""
+# One-shot commands print their result (JSON with --json) on stdout; long-running ones
+# (serve, worker) print nothing there, and --json makes their logs JSON lines.
+JsonOption = Annotated[
+    bool, typer.Option("--json", help="Print the result, or the error, as one JSON document.")
+]
+JsonLogsOption = Annotated[
+    bool, typer.Option("--json", help="Log JSON lines whatever TENANTPLANE_LOG_JSON says.")
+]
+
+
+def load_settings(*, json_logs: bool = False) -> Settings:
+    """Settings, with logging configured from them (on stderr: stdout carries results), or
+    a usage error naming the environment variable that is wrong."""
     try:
-        return Settings()
+        settings = Settings()
     except ValidationError as exc:
         problems = [
             f"{ENV_PREFIX}{'_'.join(str(part) for part in error['loc']).upper()}: {error['msg']}"
             for error in exc.errors()
         ]
         raise CliError("INVALID_SETTING", "; ".join(problems), EXIT_USAGE) from exc
+    if json_logs:
+        settings = settings.model_copy(update={"log_json": True})
+    configure_logging(settings.log_level, settings.log_json)
+    return settings
+
+
+def echo_json(document: object) -> None:
+    typer.echo(json.dumps(document))
+
+
+def echo_result(as_json: bool, document: object, text: str) -> None:
+    """The command's result: ``document`` as JSON with --json, else ``text`` for people."""
+    typer.echo(json.dumps(document) if as_json else text)
 
 
 def _api_error(exc: ApiError) -> CliError:
-    # Validation errors are the caller's values (usage); anything else is a refusal.
-    exit_code = EXIT_USAGE if exc.status in (400, 422) else EXIT_REFUSED
+    # Validation errors are the caller's values (usage); a backend the API would answer 503
+    # for is unavailable, as an unreachable database is; anything else is a refusal.
+    if exc.status in (400, 422):
+        exit_code = EXIT_USAGE
+    elif exc.status == 503:
+        exit_code = EXIT_UNAVAILABLE
+    else:
+        exit_code = EXIT_REFUSED
     code = exc.code or {404: "NOT_FOUND", 409: "CONFLICT"}.get(exc.status, "REFUSED")
     message = exc.error if not exc.field else f"{exc.field}: {exc.error}"
     return CliError(code, message, exit_code)
+
+
+def checked(kind: Any, value: object, option: str) -> Any:
+    """``value`` validated (and normalised) as the API validates ``kind``; a usage error
+    naming the option, with the API's code, when it is invalid."""
+    try:
+        return TypeAdapter(kind).validate_python(value)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        code = first["type"] if first["type"].isupper() else "VALIDATION_FAILED"
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise CliError(code, f"{option}: {message}", EXIT_USAGE) from None
 
 
 def database_unavailable(url: str, exc: BaseException) -> Unavailable:
@@ -88,7 +131,7 @@ def run_in_transaction(settings: Settings, work: Callable[[AsyncSession], Awaita
     """Commit when ``work`` succeeds; refusals and an unreachable database become CliError."""
 
     async def run() -> T:
-        database = Database.connect(settings.database_url)
+        database = Database.from_settings(settings)
         try:
             async with database.transaction() as session:
                 return await work(session)

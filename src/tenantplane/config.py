@@ -10,7 +10,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from tenantplane.db.urls import normalise_database_url
+from tenantplane.db.urls import display_url, normalise_database_url
+from tenantplane.keys import KeyRing
 
 
 def default_data_dir() -> Path:
@@ -33,12 +34,34 @@ class Settings(BaseSettings):
     data_dir: Path = Field(default_factory=default_data_dir)
     # Default: SQLite at DATA_DIR/tenantplane.db.
     database_url: str = ""
+    # Connection budget per process and session timeouts (docs/operations.md, "Connection
+    # budget"): 4 processes at the defaults stay well under PostgreSQL's max_connections of
+    # 100. A request that gets no connection within the pool timeout, or waits on a lock
+    # longer than the lock timeout, is answered 503 with Retry-After. 0 turns a timeout off.
+    db_pool_size: int = Field(default=8, ge=1)
+    db_max_overflow: int = Field(default=4, ge=0)
+    db_pool_timeout_seconds: float = Field(default=5.0, gt=0)
+    db_lock_timeout_seconds: float = Field(default=5.0, ge=0)
+    db_statement_timeout_seconds: float = Field(default=30.0, ge=0)
+    db_idle_in_transaction_timeout_seconds: float = Field(default=30.0, ge=0)
     redis_url: str | None = None
-    # Keys the API-key hash; generated into DATA_DIR/secret.key on first use when unset.
+    # When Redis (the rate-limit and auth-backoff store) cannot be reached: "open" serves
+    # requests without limits, "closed" answers 503 RATE_LIMIT_UNAVAILABLE.
+    redis_failure_policy: Literal["open", "closed"] = "open"
+    # Each Redis call (connect, command) gives up after this long, so a partitioned or frozen
+    # Redis costs a request at most this, and the failure policy decides it.
+    redis_timeout_seconds: float = Field(default=1.0, gt=0)
+    # Every key of the service is derived from it (tenantplane.keys: the API-key hash, the
+    # credentials encryption); generated into DATA_DIR/secret.key (0600) when unset.
     secret_key: SecretStr | None = None
     secret_key_file: Path = Path()
+    # Earlier secret keys, comma-separated: what they made stays readable during a rotation
+    # (docs/security.md, "Rotating the secret key"); new hashes and ciphertexts use SECRET_KEY.
+    secret_key_fallbacks: Annotated[list[SecretStr], NoDecode] = Field(default_factory=list)
 
     rate_limit: str = "1200/minute"
+    # Per sending address on /api/v1/webhooks/ (Paddle's deliveries), instead of RATE_LIMIT.
+    webhook_rate_limit: str = "600/minute"
     trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
     # Authentication failures from one IP tolerated before backoff starts.
     auth_failure_threshold: int = 5
@@ -49,6 +72,13 @@ class Settings(BaseSettings):
     auth_failure_window_seconds: int = 300
 
     max_body_bytes: int = 1024 * 1024
+    # Strict-Transport-Security on every response (only when clients reach the service over
+    # HTTPS, directly or through a TLS-terminating proxy).
+    hsts: bool = False
+    hsts_max_age_seconds: int = Field(default=31_536_000, ge=0)
+    # A connection that has not sent a complete request head this long after it opened, or
+    # after its previous response, is closed (slow or stalled clients holding connections).
+    request_head_timeout_seconds: float = Field(default=10.0, gt=0)
     api_key_last_used_resolution_seconds: int = 60
 
     oidc_issuer: str | None = None
@@ -84,6 +114,15 @@ class Settings(BaseSettings):
     # Default: DATA_DIR/alertmanager/alertmanager.yml.
     alertmanager_config_file: Path = Path()
     alerting_backend_timeout_seconds: float = 10.0
+    # Tenants' templates (docs/alerting.md, "Limits"): bytes per file, files per
+    # configuration, and template invocations one invocation may lead to.
+    alerting_max_template_size_bytes: int = Field(default=256 * 1024, ge=1)
+    alerting_max_templates_count: int = Field(default=100, ge=1)
+    alerting_max_template_invocations: int = Field(default=1000, ge=1)
+    # Receivers firewall (docs/security.md): destinations written as addresses in these
+    # networks (comma-separated CIDRs), and private/loopback/link-local ones, are refused.
+    alerting_firewall_block_cidrs: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    alerting_firewall_block_private: bool = True
     billing_provider: Literal["none", "paddle"] = "none"
     # Billing (docs/billing.md; prices are in the plan catalogue, PLANS_FILE): where metered
     # observability usage comes from, and the Paddle Billing connection.
@@ -109,7 +148,7 @@ class Settings(BaseSettings):
     secret_resync_seconds: float = Field(default=60.0, gt=0)
     secret_retry_seconds: float = Field(default=5.0, gt=0)
 
-    log_level: str = "INFO"
+    log_level: Literal["CRITICAL", "ERROR", "WARNING", "INFO", "DEBUG"] = "INFO"
     log_json: bool = True
 
     @model_validator(mode="before")
@@ -132,14 +171,16 @@ class Settings(BaseSettings):
     def _check_database_url(cls, value: str) -> str:
         return normalise_database_url(value)
 
-    @field_validator("trusted_proxies", mode="before")
+    @field_validator(
+        "trusted_proxies", "alerting_firewall_block_cidrs", "secret_key_fallbacks", mode="before"
+    )
     @classmethod
-    def _split_proxies(cls, value: object) -> object:
+    def _split_lists(cls, value: object) -> object:
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
 
-    @field_validator("trusted_proxies")
+    @field_validator("trusted_proxies", "alerting_firewall_block_cidrs")
     @classmethod
     def _check_proxies(cls, value: list[str]) -> list[str]:
         for entry in value:
@@ -155,7 +196,12 @@ class Settings(BaseSettings):
             raise ValueError("must contain {tenant} and no leading or trailing '/'")
         return value
 
-    @field_validator("rate_limit")
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper_log_level(cls, value: object) -> object:
+        return value.upper() if isinstance(value, str) else value
+
+    @field_validator("rate_limit", "webhook_rate_limit")
     @classmethod
     def _check_rate_limit(cls, value: str) -> str:
         from limits import parse
@@ -167,20 +213,35 @@ class Settings(BaseSettings):
     def is_sqlite(self) -> bool:
         return self.database_url.startswith("sqlite")
 
-    def api_key_secret(self) -> bytes:
-        """The key of the API-key hash: configured, or generated once and kept on disk."""
+    def summary(self) -> dict[str, str]:
+        """What this process uses, for the start-up log event (no credential)."""
+        return {
+            "data_dir": str(self.data_dir),
+            "database": display_url(self.database_url),
+            "database_kind": "sqlite" if self.is_sqlite else "postgresql",
+            "orchestrator": self.orchestrator,
+            "alerting_backend": self.alerting_backend,
+            "billing_provider": self.billing_provider,
+            "rate_limit_storage": "redis" if self.redis_url else "memory",
+            "redis_failure_policy": self.redis_failure_policy,
+            "vault": "configured" if self.vault_addr else "not configured",
+        }
+
+    def keyring(self) -> KeyRing:
+        """The secret key (and the fallbacks) from which every purpose's key is derived."""
+        fallbacks = [secret.get_secret_value().encode() for secret in self.secret_key_fallbacks]
+        return KeyRing(self.secret_key_value(), fallbacks)
+
+    def secret_key_value(self) -> bytes:
+        """The secret key: configured, or generated once and kept on disk."""
         if self.secret_key is not None:
             return self.secret_key.get_secret_value().encode()
         path = self.secret_key_file
         if not path.exists():
             import secrets
 
-            path.parent.mkdir(parents=True, exist_ok=True)
-            # O_EXCL: two processes starting at once must not overwrite each other's key.
-            try:
-                with path.open("x", encoding="utf-8") as handle:
-                    handle.write(secrets.token_urlsafe(48))
-                path.chmod(0o600)
-            except FileExistsError:
-                pass
+            from tenantplane.files import create_private
+
+            # Exclusive: two processes starting at once must not overwrite each other's key.
+            create_private(path, secrets.token_urlsafe(48).encode())
         return path.read_text(encoding="utf-8").strip().encode()

@@ -8,10 +8,14 @@ from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 
+from tenantplane.access import Public
+from tenantplane.config import Settings
+from tenantplane.db.engine import Database
 from tenantplane.db.session import DatabaseDep
-from tenantplane.http.auth import Public
 from tenantplane.http.errors import ServiceUnavailable, error_responses
+from tenantplane.http.ratelimit_store import StoreGuard
 from tenantplane.http.schemas import OutputModel
+from tenantplane.reconcile.runner import Supervisor
 
 router = APIRouter(tags=["operations"])
 
@@ -27,8 +31,14 @@ class Health(OutputModel):
     status: Literal["ok"]
 
 
+CheckResult = Literal["ok", "unavailable"]
+
+
 class Readiness(OutputModel):
-    status: Literal["ready"]
+    # degraded: serving, but a dependency whose loss the deployment tolerates is down (Redis
+    # with TENANTPLANE_REDIS_FAILURE_POLICY=open: requests are served without rate limits).
+    status: Literal["ready", "degraded"]
+    checks: dict[str, CheckResult]
 
 
 @router.get("/healthz")
@@ -41,17 +51,45 @@ async def healthz(_: Public) -> Health:
 
 
 @router.get("/readyz", responses=error_responses(503))
-async def readyz(_: Public, database: DatabaseDep) -> Readiness:
+async def readyz(_: Public, request: Request, database: DatabaseDep) -> Readiness:
     """Readiness.
 
-    Answers 200 when the database is reachable, 503 otherwise.
+    Checks the database and, when configured, Redis. Answers 503 when the database is
+    unreachable, or Redis is and TENANTPLANE_REDIS_FAILURE_POLICY is closed; 200 otherwise
+    (`degraded` while Redis is down under the open policy).
     """
+    checks: dict[str, CheckResult] = {"database": await _database_check(database)}
+    settings: Settings = request.app.state.settings
+    if settings.redis_url:
+        guard: StoreGuard = request.app.state.rate_limit_guard
+        reachable = await guard.probe(request.app.state.rate_limiter.storage)
+        checks["redis"] = "ok" if reachable else "unavailable"
+    if checks["database"] != "ok":
+        raise ServiceUnavailable(
+            f"database unreachable ({_summary(checks)})", code="DATABASE_UNAVAILABLE"
+        )
+    if checks.get("redis", "ok") != "ok":
+        if settings.redis_failure_policy == "closed":
+            raise ServiceUnavailable(
+                f"redis unreachable and TENANTPLANE_REDIS_FAILURE_POLICY is closed "
+                f"({_summary(checks)})",
+                code="REDIS_UNAVAILABLE",
+            )
+        return Readiness(status="degraded", checks=checks)
+    return Readiness(status="ready", checks=checks)
+
+
+async def _database_check(database: Database) -> CheckResult:
     try:
         async with database.engine.connect() as connection:
             await connection.execute(text("SELECT 1"))
-    except Exception as exc:
-        raise ServiceUnavailable("database unreachable", code="DATABASE_UNAVAILABLE") from exc
-    return Readiness(status="ready")
+    except Exception:
+        return "unavailable"
+    return "ok"
+
+
+def _summary(checks: dict[str, CheckResult]) -> str:
+    return ", ".join(f"{name} {result}" for name, result in checks.items())
 
 
 @router.get("/metrics", response_class=Response, responses=METRICS_RESPONSE)
@@ -60,6 +98,11 @@ async def metrics(_: Public, request: Request) -> Response:
 
     The Prometheus text exposition format.
     """
-    return Response(
-        generate_latest(request.app.state.metrics_registry), media_type=CONTENT_TYPE_LATEST
-    )
+    state = request.app.state
+    if state.settings.redis_url:
+        # tenantplane_redis_up as of this scrape, even when no request used Redis lately.
+        await state.rate_limit_guard.probe(state.rate_limiter.storage)
+    supervisor: Supervisor | None = state.supervisor
+    if supervisor is not None:
+        await supervisor.refresh_metrics()
+    return Response(generate_latest(state.metrics_registry), media_type=CONTENT_TYPE_LATEST)

@@ -109,13 +109,32 @@ def shared_alertmanager(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sh
 async def shared_client(
     database: Database, database_url: str, tmp_path: Path, shared_alertmanager: SharedAlertmanager
 ) -> AsyncIterator[httpx.AsyncClient]:
-    """The API with ALERTING_BACKEND=alertmanager, writing the real Alertmanager's file."""
+    """The API with ALERTING_BACKEND=alertmanager, writing the real Alertmanager's file
+    (receivers firewall as deployed by default)."""
     settings = make_settings(
         database_url,
         tmp_path,
         alerting_backend="alertmanager",
         alertmanager_url=shared_alertmanager.url,
         alertmanager_config_file=shared_alertmanager.config_file,
+    )
+    async with running_app(settings) as app, api_client(app) as client:
+        yield client
+
+
+@pytest.fixture
+async def loopback_shared_client(
+    database: Database, database_url: str, tmp_path: Path, shared_alertmanager: SharedAlertmanager
+) -> AsyncIterator[httpx.AsyncClient]:
+    """The same with private addresses allowed, so that receivers can reach loopback sinks
+    (the shared Alertmanager's own address stays blocked)."""
+    settings = make_settings(
+        database_url,
+        tmp_path,
+        alerting_backend="alertmanager",
+        alertmanager_url=shared_alertmanager.url,
+        alertmanager_config_file=shared_alertmanager.config_file,
+        alerting_firewall_block_private=False,
     )
     async with running_app(settings) as app, api_client(app) as client:
         yield client

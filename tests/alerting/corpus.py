@@ -277,7 +277,11 @@ VALID: list[tuple[str, Wrapper]] = [
                             "send_resolved": True,
                             "tls_config": {"insecure_skip_verify": False, "min_version": "TLS12"},
                         },
-                        {"to": "db@example.com", "smarthost": "[::1]:25", "from": "a@b.c"},
+                        {
+                            "to": "db@example.com",
+                            "smarthost": "[2001:4860:4860::8888]:25",
+                            "from": "a@b.c",
+                        },
                     ],
                 }
             ],
@@ -491,6 +495,22 @@ INVALID: list[tuple[str, Wrapper, str]] = [
     ("match-re-paren", child(match_re={"a": "x)"}), "INVALID_REGEX"),
     ("match-re-class", child(match_re={"a": "\\p{Klingon}"}), "INVALID_REGEX"),
     ("match-re-missing-argument", child(match_re={"a": "*x"}), "INVALID_REGEX"),
+    # Repetitions nested to a million copies: Go (and RE2) refuse the product.
+    ("match-re-nested-repeat-count", child(match_re={"a": "(a{1000}){1000}"}), "INVALID_REGEX"),
+    (
+        "matcher-nested-repeat-count",
+        child(matchers=['a=~"(a{1000}){1000}"']),
+        "INVALID_MATCHER",
+    ),
+    # Go: "expression nests too deeply"; refused here by the (lower) nesting limit.
+    (
+        "match-re-nested-1500",
+        child(match_re={"a": "(" * 1500 + "a" + ")" * 1500}),
+        "REGEX_TOO_DEEP",
+    ),
+    ("match-re-escape-any-byte", child(match_re={"a": "\\C"}), "INVALID_REGEX"),
+    ("match-re-angle-named-group", child(match_re={"a": "(?<n>x)"}), "INVALID_REGEX"),
+    ("match-re-unicode-14-script", child(match_re={"a": "\\p{Vithkuqi}"}), "INVALID_REGEX"),
     ("group-by-label", child(group_by=["a.b"]), "INVALID_LABEL_NAME"),
     ("group-by-duplicate", child(group_by=["a", "a"]), "VALIDATION_FAILED"),
     ("group-by-wildcard-and-labels", child(group_by=["...", "a"]), "VALIDATION_FAILED"),
@@ -761,6 +781,15 @@ INVALID: list[tuple[str, Wrapper, str]] = [
         "INVALID_TIME_INTERVAL",
     ),
     (
+        "interval-year-overflow",
+        wrapper(
+            time_intervals=[
+                {"name": "x", "time_intervals": [{"years": ["1:99999999999999999999"]}]}
+            ]
+        ),
+        "INVALID_TIME_INTERVAL",
+    ),
+    (
         "interval-location",
         wrapper(time_intervals=[{"name": "x", "time_intervals": [{"location": "Mars/Olympus"}]}]),
         "INVALID_TIME_INTERVAL",
@@ -814,5 +843,83 @@ INVALID: list[tuple[str, Wrapper, str]] = [
         "template-else-twice",
         wrapper(templates={"a.tmpl": "{{ if 1 }}{{ else }}{{ else }}{{ end }}"}),
         "INVALID_TEMPLATE",
+    ),
+]
+
+
+def _doubling(levels: int) -> str:
+    lines = ['{{ define "acme.l0" }}x{{ end }}']
+    for level in range(1, levels + 1):
+        below = f'{{{{ template "acme.l{level - 1}" . }}}}'
+        lines.append(f'{{{{ define "acme.l{level}" }}}}{below}{below}{{{{ end }}}}')
+    return "\n".join(lines)
+
+
+SLACK = "https://hooks.slack.com/services/T0/B0/XXXX"
+
+# Refused by this service on purpose, loaded by Alertmanager (docs/alerting.md: limits,
+# template rules, receivers firewall, credentials): API code, and amtool must accept.
+STRICTER: list[tuple[str, Wrapper, str]] = [
+    (
+        "template-exponential",
+        wrapper(templates={"bomb.tmpl": _doubling(59)}),
+        "TEMPLATE_TOO_COSTLY",
+    ),
+    (
+        "template-recursive",
+        wrapper(templates={"r.tmpl": '{{ define "acme.r" }}{{ template "acme.r" . }}{{ end }}'}),
+        "TEMPLATE_RECURSIVE",
+    ),
+    (
+        "template-unknown-in-file",
+        wrapper(
+            templates={"t.tmpl": '{{ define "acme.t" }}{{ template "beta.secret" . }}{{ end }}'}
+        ),
+        "UNKNOWN_TEMPLATE",
+    ),
+    (
+        "template-unknown-in-field",
+        receiver(slack_configs=[{"api_url": SLACK, "title": '{{ template "beta.secret" . }}'}]),
+        "UNKNOWN_TEMPLATE",
+    ),
+    (
+        "webhook-own-reload",
+        receiver(webhook_configs=[{"url": "http://127.0.0.1:9093/-/reload"}]),
+        "DESTINATION_BLOCKED",
+    ),
+    (
+        "webhook-metadata",
+        receiver(webhook_configs=[{"url": "http://169.254.169.254/latest/meta-data/"}]),
+        "DESTINATION_BLOCKED",
+    ),
+    (
+        "smarthost-redis",
+        receiver(email_configs=[{"to": "a@b.c", "from": "a@b.c", "smarthost": "127.0.0.1:6379"}]),
+        "DESTINATION_BLOCKED",
+    ),
+    (
+        "oauth2-token-url-local",
+        receiver(
+            webhook_configs=[
+                {
+                    **HOOK,
+                    "http_config": {
+                        "oauth2": {
+                            "client_id": "a",
+                            "client_secret": "b",
+                            "token_url": "http://[::1]:8080/token",
+                        }
+                    },
+                }
+            ]
+        ),
+        "DESTINATION_BLOCKED",
+    ),
+    ("regex-deep", child(match_re={"a": "(?:" * 101 + "a" + ")" * 101}), "REGEX_TOO_DEEP"),
+    ("regex-large", child(match_re={"a": "\\pL{1000}"}), "REGEX_TOO_LARGE"),
+    (
+        "secret-placeholder-with-nothing-stored",
+        receiver(slack_configs=[{"api_url": "<secret>"}]),
+        "SECRET_NOT_STORED",
     ),
 ]

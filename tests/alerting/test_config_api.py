@@ -27,8 +27,11 @@ async def put(
     return await client.put(f"{tenant.path}/alerting/{path}", json=body, headers=headers)
 
 
-async def get(client: httpx.AsyncClient, tenant: TenantFixture, path: str) -> httpx.Response:
-    return await client.get(f"{tenant.path}/alerting/{path}", headers=bearer(tenant.readonly_key))
+async def get(
+    client: httpx.AsyncClient, tenant: TenantFixture, path: str, *, key: str | None = None
+) -> httpx.Response:
+    headers = bearer(key or tenant.readonly_key)
+    return await client.get(f"{tenant.path}/alerting/{path}", headers=headers)
 
 
 async def test_a_new_tenant_reads_the_default_configuration(
@@ -69,8 +72,10 @@ async def test_receiver_upsert_path_name_wins_and_bumps_the_wrapper_etag(
     listed = await get(client, tenant, "receivers")
     assert listed.headers["ETag"] == '"3"'
     assert [item["name"] for item in listed.json()["items"]] == ["default", "ops"]
-    one = await get(client, tenant, "receivers/ops")
+    one = await get(client, tenant, "receivers/ops", key=tenant.admin_key)
     assert one.json() == {"name": "ops", "webhook_configs": [{"url": "https://b.example.com/"}]}
+    redacted = await get(client, tenant, "receivers/ops")  # webhook URLs carry tokens
+    assert redacted.json() == {"name": "ops", "webhook_configs": [{"url": "<secret>"}]}
     missing = await get(client, tenant, "receivers/nope")
     assert missing.status_code == 404
 

@@ -64,26 +64,65 @@ async def test_cancel_issues_a_final_invoice_for_usage_since_the_last_one(
 
 
 async def test_operator_input_is_validated(billing: BillingFactoryFn, factory: Factory) -> None:
+    # Invalid values are usage errors (exit 2) as in every command; unknown names refusals (1).
     deployment = await billing()
     tenant = await factory.tenant()
     for amount in ("0", "abc", "1.001", "NaN", "Infinity"):
-        output = await deployment.cli("tenant", "credit", tenant.name, amount, expect=1)
+        output = await deployment.cli("tenant", "credit", tenant.name, amount, expect=2)
         assert "AMOUNT" in output, amount
-    negative = await deployment.cli("tenant", "credit", tenant.name, "--", "-5", expect=1)
+    negative = await deployment.cli("tenant", "credit", tenant.name, "--", "-5", expect=2)
     assert "AMOUNT" in negative
     assert "not found" in await deployment.cli("tenant", "credit", "nobody", "5", expect=1)
     bad_customer = await deployment.cli(
-        "billing", "link", tenant.name, "--customer", "cus_123", expect=1
+        "billing", "link", tenant.name, "--customer", "cus_123", expect=2
     )
     assert "ctm_" in bad_customer
     bad_subscription = await deployment.cli(
-        "billing", "link", tenant.name, "--customer", "ctm_1", "--subscription", "x", expect=1
+        "billing", "link", tenant.name, "--customer", "ctm_1", "--subscription", "x", expect=2
     )
     assert "sub_" in bad_subscription
     assert "not found" in await deployment.cli(
         "billing", "link", "nobody", "--customer", "ctm_1", expect=1
     )
     await deployment.cli("billing", "run", "--now", "yesterday", expect=2)
+
+
+async def test_billing_commands_answer_json_results_and_errors(
+    billing: BillingFactoryFn, factory: Factory
+) -> None:
+    deployment = await billing()
+    tenant = await factory.tenant()
+    linked = await deployment.cli_json("billing", "link", tenant.name, "--customer", "ctm_01")
+    assert linked == {
+        "tenant": tenant.name,
+        "customerID": "ctm_01",
+        "subscriptionID": None,
+        "addressID": None,
+        "chargesAttempted": 0,
+    }
+    credit = await deployment.cli_json("tenant", "credit", tenant.name, "2.50")
+    assert credit == {"tenant": tenant.name, "creditBalance": "2.50"}
+    report = await deployment.cli_json("billing", "run", "--now", "2026-10-01T00:00:00Z")
+    assert report == {"issued": [], "chargesAttempted": 0}
+
+    # Errors: one JSON document on stdout, its exit code the same as in every command.
+    invalid = await deployment.cli_json("tenant", "credit", tenant.name, "abc", expect=2)
+    assert invalid["error"]["code"] == "VALIDATION_FAILED"
+    unknown = await deployment.cli_json(
+        "billing", "link", "nobody", "--customer", "ctm_1", expect=1
+    )
+    assert unknown["error"]["code"] == "NOT_FOUND"
+    bad_now = await deployment.cli_json("billing", "run", "--now", "yesterday", expect=2)
+    assert bad_now["error"]["code"] == "USAGE"
+    assert "--now" in bad_now["error"]["message"]
+    deployment.env["TENANTPLANE_DATABASE_URL"] = "postgresql://nobody:secret-pw-9@127.0.0.1:1/none"
+    unreachable = await deployment.cli_json("tenant", "cancel", tenant.name, expect=3)
+    assert unreachable["error"]["code"] == "UNAVAILABLE"
+    assert "secret-pw-9" not in unreachable["error"]["message"]
+    # Nothing was charged or issued by the failures.
+    deployment.env["TENANTPLANE_DATABASE_URL"] = deployment.settings.database_url
+    credit = await deployment.cli_json("tenant", "credit", tenant.name, "0.50")
+    assert credit["creditBalance"] == "3.00"
 
 
 async def test_the_scheduled_cycle_issues_and_charges_without_an_operator(
@@ -144,5 +183,7 @@ async def test_a_broken_price_list_is_refused_with_a_message(
     broken.write_text("plans:\n  starter:\n    prices:\n      currency: EUR\n", encoding="utf-8")
     deployment = await billing()
     deployment.env["TENANTPLANE_PLANS_FILE"] = str(broken)
-    output = await deployment.cli("billing", "run", expect=1)
+    # The price list is configuration: a bad file is a bad setting (exit 2), named.
+    output = await deployment.cli("billing", "run", expect=2)
     assert "price list" in output
+    assert "TENANTPLANE_PLANS_FILE" in output

@@ -6,14 +6,17 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tenantplane.db.engine import Database
 from tests.billing.conftest import DEADLINE_SECONDS, Billing, BillingFactoryFn, paddle_overrides
+from tests.conftest import make_settings
 from tests.factories import Factory, TenantFixture
 from tests.fakes.paddle import INVOICE_HOST, PORTAL_HOST, FakePaddle
-from tests.http_client import bearer
+from tests.http_client import api_client, bearer, running_app
 
 SEPTEMBER_END = "2026-10-01T00:00:00Z"
 
@@ -279,6 +282,36 @@ async def test_portal_session(
     assert response.status_code == 503
     assert response.json()["code"] == "BILLING_NOT_CONFIGURED"
     assert response.headers["Retry-After"]
+
+
+async def test_provider_calls_share_one_connection_closed_at_shutdown(
+    database: Database,
+    database_url: str,
+    tmp_path: Path,
+    plans_file: Path,
+    factory: Factory,
+    paddle: FakePaddle,
+) -> None:
+    tenant = await factory.tenant()
+    customer, _ = paddle.add_customer()
+    await factory.billing.link(tenant.name, customer)
+    settings = make_settings(
+        database_url,
+        tmp_path,
+        run_reconcilers=False,
+        plans_file=plans_file,
+        **paddle_overrides(paddle),
+    )
+    path = f"{tenant.path}/billing/portal-session"
+    async with running_app(settings) as app, api_client(app) as client:
+        for _ in range(3):
+            response = await client.post(path, headers=bearer(tenant.admin_key))
+            assert response.status_code == 200, response.text
+        assert len(paddle.calls("POST", f"/customers/{customer}/portal-sessions")) == 3
+        assert paddle.server.connections == 1
+        assert paddle.server.open_connections == 1
+    # The app's shutdown closed the shared pool and with it the connection.
+    assert paddle.server.wait_until_closed()
 
 
 async def test_concurrent_runs_issue_and_charge_each_period_once(

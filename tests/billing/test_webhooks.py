@@ -177,8 +177,6 @@ async def test_signatures_are_verified(
     attempts["tampered"] = paddle.signed_headers(body)
     for number, (case, headers) in enumerate(attempts.items()):
         content = tampered if case == "tampered" else body
-        # Signature failures count as authentication failures of the sending address (the
-        # per-IP backoff), so each case comes from its own address.
         async with api_client(deployment.app, ip=f"198.51.100.{number + 1}") as sender:
             response = await sender.post("/webhooks/paddle", content=content, headers=headers)
         assert response.status_code == 401, case
@@ -230,3 +228,55 @@ async def test_a_charge_whose_answer_was_lost_is_matched_by_its_custom_data(
     # Paid invoices are never charged again.
     assert (await deployment.run(SEPTEMBER_END))["chargesAttempted"] == 0
     assert len(paddle.calls("POST", "/transactions")) == 1
+
+
+async def test_webhooks_have_their_own_budget_outside_the_auth_backoff(
+    billing: BillingFactoryFn, factory: Factory, paddle: FakePaddle, database: Database
+) -> None:
+    """Paddle delivers from a few addresses that API clients may share: bad API keys from
+    one of them must not block the deliveries, and bad signatures (the webhook's only
+    authentication) do not count as failed API authentications."""
+    deployment, tenant, invoice = await billed_invoice(billing, factory, paddle)
+    limited = await billing(
+        **paddle_overrides(paddle), auth_failure_threshold=2, webhook_rate_limit="4/minute"
+    )
+    app = limited.app
+    wrong = {"Authorization": "Bearer svc_" + "D" * 43}
+    data = paddle.settle(invoice["providerTransactionID"], "completed")
+    async with api_client(app, ip="198.51.100.40") as shared:
+        for _ in range(2):
+            assert (await shared.get(tenant.path, headers=wrong)).status_code == 401
+        assert (await shared.get(tenant.path, headers=wrong)).json()["code"] == "AUTH_BACKOFF"
+        body = paddle.event("transaction.completed", data)
+        delivered = await shared.post(
+            "/webhooks/paddle", content=body, headers=paddle.signed_headers(body)
+        )
+        assert delivered.status_code == 200, delivered.text
+        forged = await shared.post(
+            "/webhooks/paddle", content=body, headers=paddle.signed_headers(body, secret="x")
+        )
+        assert forged.json()["code"] == "WEBHOOK_SIGNATURE_INVALID"
+    await all_events_applied(database)
+    assert (await only_invoice(deployment, tenant))["status"]["phase"] == "Paid"
+
+    async with api_client(app, ip="198.51.100.41") as forger:
+        for _ in range(3):
+            response = await forger.post(
+                "/webhooks/paddle", content=body, headers=paddle.signed_headers(body, secret="x")
+            )
+            assert response.status_code == 401
+        # Three bad signatures, threshold two: the address is not in backoff.
+        assert (await forger.get(tenant.path, headers=wrong)).status_code == 401
+        fourth = await forger.post(
+            "/webhooks/paddle", content=body, headers=paddle.signed_headers(body)
+        )
+        assert fourth.json() == {"received": True, "duplicate": True}
+        # Its webhook budget (4/minute) is spent; its API budget is not.
+        over = await forger.post(
+            "/webhooks/paddle", content=body, headers=paddle.signed_headers(body)
+        )
+        assert over.status_code == 429
+        assert over.json()["code"] == "RATE_LIMITED"
+        assert int(over.headers["Retry-After"]) >= 1
+        fine = await forger.get(tenant.path, headers=bearer(tenant.admin_key))
+        assert fine.status_code == 200

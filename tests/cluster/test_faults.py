@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from tenantplane import cli
 from tenantplane.db.engine import Database
 from tenantplane.tenant.models import Plan
-from tests.cluster.polling import create_cluster, poll, status_matches
+from tests.cluster.polling import create_cluster, poll, status_matches, wait_running
 from tests.conftest import make_settings
 from tests.factories import Factory
 from tests.http_client import api_client, bearer, running_app
@@ -49,11 +49,12 @@ def cli_env(database_url: str) -> dict[str, str]:
 
 
 async def simulator(database_url: str, *args: str) -> tuple[int, str]:
+    """Exit code and stdout (logs go to stderr)."""
     runner = CliRunner()
     result = await asyncio.to_thread(
         runner.invoke, cli.app, ["simulator", *args], env=cli_env(database_url)
     )
-    return result.exit_code, result.output
+    return result.exit_code, result.stdout
 
 
 async def simulator_process(database_url: str, *args: str) -> tuple[int, str]:
@@ -81,8 +82,11 @@ async def test_faults_degrade_and_recover_an_ha_cluster(
     healthy = await poll(client, path, headers, status_matches(haPhase="ha-healthy"), "healthy")
     anchor = healthy.json()["status"]["haEnabledAt"]
 
-    code, output = await simulator(database_url, "fail-replica", tenant.name, "ha")
+    code, output = await simulator(database_url, "fail-replica", tenant.name, "ha", "--json")
     assert code == 0, output
+    failed = json.loads(output)
+    assert failed["controlPlane"] == {"desired": 3, "ready": 2}
+    assert failed["etcd"] == {"desired": 3, "ready": 3}
     degraded = await poll(
         client,
         path,
@@ -112,6 +116,7 @@ async def test_faults_degrade_and_recover_an_ha_cluster(
 
     code, output = await simulator(database_url, "recover", tenant.name, "ha")
     assert code == 0, output
+    assert output.startswith(f"cluster ha of tenant {tenant.name}: stage "), output
     recovered = await poll(
         client,
         path,
@@ -123,21 +128,49 @@ async def test_faults_degrade_and_recover_an_ha_cluster(
     assert status["haConfigured"] is True
     assert status["haEnabledAt"] == anchor  # stamped once, never changed
 
-    code, output = await simulator(database_url, "show", tenant.name, "ha")
+    code, output = await simulator(database_url, "show", tenant.name, "ha", "--json")
     assert code == 0, output
-    state: dict[str, Any] = json.loads(output.strip().splitlines()[-1])
+    state: dict[str, Any] = json.loads(output)
+    assert all("_" not in key for key in state), state  # camelCase, as the API
     assert state["provisionCount"] == 1
     assert state["controlPlaneFailed"] == 0
     assert state["lastStepAt"].endswith("Z")
 
 
-async def test_fault_commands_refuse_unknown_clusters(
+async def test_fault_commands_refuse_unknown_clusters_and_components(
     fast_client: httpx.AsyncClient, factory: Factory, database_url: str
 ) -> None:
     tenant = await factory.tenant()
+    await create_cluster(fast_client, tenant.path, tenant.admin_key, "dev")
+    await wait_running(fast_client, tenant.path, tenant.admin_key, "dev")
+
     code, _ = await simulator_process(database_url, "fail-replica", tenant.name, "nope")
     assert code == 1  # refused, like any unknown name
-    code, _ = await simulator(
-        database_url, "fail-replica", tenant.name, "nope", "--component", "disk"
+    code, output = await simulator(database_url, "recover", tenant.name, "nope", "--json")
+    assert code == 1
+    assert json.loads(output) == {
+        "error": {"code": "NOT_FOUND", "message": f"no cluster nope in tenant {tenant.name}"}
+    }
+    # An unknown component of a cluster that exists: a usage error, and nothing fails.
+    code, output = await simulator(
+        database_url, "fail-replica", tenant.name, "dev", "--component", "disk", "--json"
     )
-    assert code == 2  # usage
+    assert code == 2, output
+    assert json.loads(output)["error"]["code"] == "USAGE"
+    code, output = await simulator(database_url, "show", tenant.name, "dev", "--json")
+    assert code == 0, output
+    state = json.loads(output)
+    assert (state["controlPlaneFailed"], state["etcdFailed"]) == (0, 0)
+    assert (state["controlPlaneUp"], state["etcdUp"]) == (1, 1)
+
+
+async def test_fault_commands_refuse_a_cluster_not_yet_provisioned(
+    paused_client: httpx.AsyncClient, factory: Factory, database_url: str
+) -> None:
+    """The API knows the cluster, the host cluster does not (no reconciler ran yet)."""
+    tenant = await factory.tenant()
+    await create_cluster(paused_client, tenant.path, tenant.admin_key, "dev")
+    for command in (["fail-replica"], ["recover"], ["show"]):
+        code, output = await simulator(database_url, *command, tenant.name, "dev", "--json")
+        assert code == 1, output
+        assert json.loads(output)["error"]["code"] == "NOT_PROVISIONED", command

@@ -39,10 +39,12 @@ def free_port() -> int:
         return port
 
 
-def server_env(tmp_path: Path) -> dict[str, str]:
+def server_env(tmp_path: Path, database_url: str | None = None) -> dict[str, str]:
+    """A server's environment: ``database_url``, or SQLite in ``tmp_path``."""
     return {
         **os.environ,
-        "TENANTPLANE_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'tenantplane.db'}",
+        "TENANTPLANE_DATABASE_URL": database_url
+        or f"sqlite+aiosqlite:///{tmp_path / 'tenantplane.db'}",
         "TENANTPLANE_SECRET_KEY": TEST_SECRET,
         "TENANTPLANE_RATE_LIMIT": "1000000/minute",
         # A fuzzer's deliberate auth failures must not block its own later requests.
@@ -51,8 +53,13 @@ def server_env(tmp_path: Path) -> dict[str, str]:
     }
 
 
-def wait_until_serving(base_url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    give_up = time.monotonic() + START_DEADLINE_SECONDS
+def wait_until_serving(
+    base_url: str,
+    process: subprocess.Popen[bytes],
+    log: Path,
+    deadline: float = START_DEADLINE_SECONDS,
+) -> None:
+    give_up = time.monotonic() + deadline
     while time.monotonic() < give_up:
         if process.poll() is not None:
             pytest.fail(f"the server exited: {log.read_text(errors='replace')[-2000:]}")
@@ -62,7 +69,7 @@ def wait_until_serving(base_url: str, process: subprocess.Popen[bytes], log: Pat
         except httpx.TransportError:
             pass
         time.sleep(0.1)  # polling a condition with a deadline
-    pytest.fail("the server did not start")
+    pytest.fail(f"the server did not start within {deadline:.0f}s")
 
 
 def create_tenant(env: dict[str, str], name: str) -> tuple[str, str]:

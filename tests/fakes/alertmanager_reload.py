@@ -8,54 +8,45 @@ reloads, then accepts, and counts them.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+
+from tests.fakes.server import LoopbackServer, QuietHandler, serving
 
 
 @dataclass
 class RefusingAlertmanager:
     refusals: int = 1
     reloads: int = 0
-    url: str = ""
+    server: LoopbackServer | None = None
+
+    @property
+    def url(self) -> str:
+        assert self.server is not None, "the fake is not running"
+        return self.server.url
 
 
 @contextmanager
 def running_refusing_alertmanager(refusals: int = 1) -> Iterator[RefusingAlertmanager]:
     fake = RefusingAlertmanager(refusals=refusals)
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:
-            return
-
+    class Handler(QuietHandler):
         def do_POST(self) -> None:
             if self.path != "/-/reload":
-                self.send_response(404)
-                self.end_headers()
+                self._answer(404, b"404 page not found\n")
                 return
             fake.reloads += 1
             if fake.reloads <= fake.refusals:
-                body = b"failed to reload config: undefined receiver used in route\n"
-                self.send_response(500)
+                self._answer(500, b"failed to reload config: undefined receiver used in route\n")
             else:
-                body = b""
-                self.send_response(200)
+                self._answer(200, b"")
+
+        def _answer(self, status: int, body: bytes) -> None:
+            self.send_response(status)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    fake.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(
-        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-    )
-    thread.start()
-    try:
+    with serving(Handler) as fake.server:
         yield fake
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)

@@ -19,11 +19,12 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from tests.fakes.server import LoopbackServer, QuietHandler, serving
 
 CONFIG_PATH = "/api/v1/alerts"
 
@@ -45,8 +46,13 @@ class FakeMimir:
     requests: list[RecordedRequest] = field(default_factory=list)
     max_config_size: int = 0
     storage_failing: bool = False
-    url: str = ""
+    server: LoopbackServer | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def url(self) -> str:
+        assert self.server is not None, "the fake is not running"
+        return self.server.url
 
     def expect_basic(self, org_id: str, username: str, password: str) -> None:
         token = base64.b64encode(f"{username}:{password}".encode()).decode()
@@ -86,11 +92,8 @@ class FakeMimir:
         return None
 
 
-def _handler(fake: FakeMimir) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:
-            return
-
+def _handler(fake: FakeMimir) -> type[QuietHandler]:
+    class Handler(QuietHandler):
         def _reply(self, status: int, text: str = "", content_type: str = "text/plain") -> None:
             body = text.encode()
             self.send_response(status)
@@ -180,15 +183,5 @@ def _handler(fake: FakeMimir) -> type[BaseHTTPRequestHandler]:
 @contextmanager
 def running_fake_mimir(amtool: str | None) -> Iterator[FakeMimir]:
     fake = FakeMimir(amtool=amtool)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(fake))
-    fake.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(
-        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-    )
-    thread.start()
-    try:
+    with serving(_handler(fake)) as fake.server:
         yield fake
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)

@@ -13,19 +13,19 @@ import base64
 import hashlib
 import hmac
 import json
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
+
+from tests.fakes.server import LoopbackServer, QuietHandler, serving
 
 AUDIENCE = "tenantplane-fake-client"
 
@@ -67,6 +67,7 @@ class FakeProvider:
     announced_issuer: str | None = None
     discovery_requests: int = 0
     jwks_requests: int = 0
+    server: LoopbackServer | None = None
 
     @property
     def issuer(self) -> str:
@@ -144,8 +145,8 @@ def _compact(header: dict[str, Any], claims: dict[str, Any], signature: bytes) -
     return f"{_signing_input(header, claims).decode()}.{_b64(signature)}"
 
 
-def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
+def _handler(provider: FakeProvider) -> type[QuietHandler]:
+    class Handler(QuietHandler):
         def do_GET(self) -> None:
             if not provider.available:
                 self._answer(503, {"error": "temporarily_unavailable"})
@@ -166,22 +167,12 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(payload)
 
-        def log_message(self, format: str, *args: Any) -> None:
-            return
-
     return Handler
 
 
 @contextmanager
 def fake_provider(keys: list[SigningKey] | None = None) -> Iterator[FakeProvider]:
     provider = FakeProvider(base_url="", keys=keys or [rsa_key("key-1")])
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(provider))
-    provider.base_url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    try:
+    with serving(_handler(provider)) as provider.server:
+        provider.base_url = provider.server.url
         yield provider
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()

@@ -27,9 +27,10 @@ from collections import deque
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs
+
+from tests.fakes.server import LoopbackServer, QuietHandler
 
 DOCS = "https://developer.paddle.com/errors"
 INVOICE_HOST = "https://sandbox-invoice.paddle.test"
@@ -98,7 +99,7 @@ class FakePaddle:
     ) -> None:
         self.webhook_secret = webhook_secret
         self.state = FakePaddleState(api_key=api_key, tax_rate=tax_rate)
-        self._server: ThreadingHTTPServer | None = None
+        self._server: LoopbackServer | None = None
         self._thread: threading.Thread | None = None
 
     # Lifecycle --------------------------------------------------------------------------
@@ -110,8 +111,7 @@ class FakePaddle:
             pass
 
         Handler.state = state
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
+        self._server = LoopbackServer(Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
         return self
@@ -122,10 +122,13 @@ class FakePaddle:
             self._server.server_close()
 
     @property
+    def server(self) -> LoopbackServer:
+        assert self._server is not None, "the fake is not running"
+        return self._server
+
+    @property
     def url(self) -> str:
-        assert self._server is not None
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return self.server.url
 
     @property
     def api_key(self) -> str:
@@ -199,9 +202,60 @@ class FakePaddle:
             copy: dict[str, Any] = json.loads(json.dumps(transaction))
             return copy
 
+    def checkout(
+        self, customer: str, amount: str, currency: str = "EUR", custom_data: Any = None
+    ) -> str:
+        """A transaction the customer starts through a checkout (Paddle.js lets the buyer's
+        page pass any custom data): ``amount`` in the lowest unit. Returns its id."""
+        body = {
+            "customer_id": customer,
+            "currency_code": currency,
+            "custom_data": custom_data,
+            "items": [
+                {
+                    "price": {
+                        "description": "checkout",
+                        "unit_price": {"amount": amount, "currency_code": currency},
+                        "product": {"name": "checkout", "tax_category": "standard"},
+                    },
+                    "quantity": 1,
+                }
+            ],
+        }
+        return str(_create_transaction(self.state, body)["id"])
+
     def _next_invoice_number(self) -> str:
         self.state.invoice_counter += 1
         return f"{datetime.now(UTC):%Y}-{self.state.invoice_counter:05d}"
+
+    def subscription(self, subscription_id: str, customer_id: str, status: str) -> dict[str, Any]:
+        """A subscription entity as Paddle sends it in ``subscription.*`` webhooks."""
+        now = _now()
+        return {
+            "id": subscription_id,
+            "status": status,
+            "customer_id": customer_id,
+            "address_id": paddle_id("add"),
+            "business_id": None,
+            "currency_code": "EUR",
+            "created_at": now,
+            "updated_at": now,
+            "started_at": now,
+            "first_billed_at": now,
+            "next_billed_at": now,
+            "paused_at": None,
+            "canceled_at": None,
+            "collection_mode": "automatic",
+            "billing_details": None,
+            "current_billing_period": {"starts_at": now, "ends_at": now},
+            "billing_cycle": {"interval": "month", "frequency": 1},
+            "scheduled_change": None,
+            "items": [],
+            "custom_data": None,
+            "management_urls": None,
+            "discount": None,
+            "import_meta": None,
+        }
 
     # Webhooks ---------------------------------------------------------------------------
 
@@ -496,12 +550,8 @@ def _portal_session(state: FakePaddleState, customer: str, body: dict[str, Any])
     }
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(QuietHandler):
     state: FakePaddleState
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return
 
     def _reply(self, status: int, document: dict[str, Any]) -> None:
         payload = json.dumps(document).encode()

@@ -12,7 +12,8 @@ What it implements (https://developer.hashicorp.com/vault/api-docs/secret/kv/kv-
 - ``GET /v1/sys/mounts``: the KV v2 mounts;
 - an unknown mount is 404 ``no handler for route``, as Vault answers with a privileged token.
 
-It records every request (method and path) so that tests can prove which endpoints were used.
+It records every request (method and path) so that tests can prove which endpoints were used,
+and the client port of each, so that they can count the connections a client opened.
 Served by uvicorn with the h11 parser in a thread: the default httptools parser refuses the
 non-standard LIST method.
 """
@@ -95,6 +96,8 @@ class FakeVault:
         self.token = token or f"hvs.{uuid.uuid4().hex}"
         self.mounts: dict[str, dict[str, Entry]] = {}
         self.requests: list[tuple[str, str]] = []
+        self.client_ports: set[int] = set()
+        self.server: uvicorn.Server | None = None
         self._lock = threading.Lock()
         self.app = Starlette(
             routes=[
@@ -105,6 +108,18 @@ class FakeVault:
                 )
             ]
         )
+
+    @property
+    def connections(self) -> int:
+        """Connections clients opened so far."""
+        with self._lock:
+            return len(self.client_ports)
+
+    @property
+    def open_connections(self) -> int:
+        """Connections still open (uvicorn forgets one when its client closes it)."""
+        assert self.server is not None, "the fake is not running"
+        return len(self.server.server_state.connections)
 
     # -- setting up state directly (what an operator's `vault` CLI would do) --------------
 
@@ -143,6 +158,9 @@ class FakeVault:
     async def _dispatch(self, request: Request) -> Response:
         route = request.path_params["route"]
         self.requests.append((request.method, route))
+        if request.client is not None:
+            with self._lock:
+                self.client_ports.add(request.client.port)
         if not self._authorized(request):
             return JSONResponse(PERMISSION_DENIED, status_code=403)
         if route in {"sys/mounts", "sys/mounts/"} and request.method == "GET":
@@ -262,9 +280,16 @@ def serve(vault: FakeVault) -> Iterator[str]:
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     config = uvicorn.Config(
-        vault.app, http="h11", lifespan="off", log_level="warning", access_log=False
+        vault.app,
+        http="h11",
+        lifespan="off",
+        log_level="warning",
+        access_log=False,
+        # Idle connections stay open until the client closes them (uvicorn's default closes
+        # them after 5 s, which would hide a client that never does).
+        timeout_keep_alive=3600,
     )
-    server = uvicorn.Server(config)
+    server = vault.server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

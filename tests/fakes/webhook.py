@@ -7,8 +7,9 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.fakes.server import QuietHandler, serving
 
 
 @dataclass
@@ -37,10 +38,7 @@ class WebhookSink:
 def running_webhook_sink() -> Iterator[WebhookSink]:
     sink = WebhookSink()
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:
-            return
-
+    class Handler(QuietHandler):
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
@@ -51,15 +49,6 @@ def running_webhook_sink() -> Iterator[WebhookSink]:
             self.send_header("Content-Length", "0")
             self.end_headers()
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    sink.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(
-        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-    )
-    thread.start()
-    try:
+    with serving(Handler) as server:
+        sink.url = server.url
         yield sink
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)

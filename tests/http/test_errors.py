@@ -112,12 +112,13 @@ async def test_unexpected_failure_is_500_without_internals(
     tenant = await factory.tenant()
     async with running_app(settings) as app:
         await app.state.database.engine.dispose()
-        # A database that cannot be opened: every query fails inside the route.
+        # A database without the schema: every query fails inside the route, not transiently.
         app.state.database = type(app.state.database).connect(
-            "postgresql+asyncpg://nobody:secret-password@127.0.0.1:1/none"
+            f"sqlite+aiosqlite:///{tmp_path / 'secret-password' / 'empty.db'}"
         )
         async with api_client(app) as client:
             response = await client.get(tenant.path, headers=bearer(tenant.admin_key))
+        await app.state.database.dispose()
     assert response.status_code == 500
     assert response.json() == {
         "error": "internal server error",
@@ -126,6 +127,25 @@ async def test_unexpected_failure_is_500_without_internals(
         "severity": "error",
     }
     assert "secret-password" not in response.text
+    assert response.headers["X-Request-Id"]
+
+
+async def test_unreachable_database_is_a_retryable_503_without_internals(
+    settings: Settings, tmp_path: Path, factory: Factory
+) -> None:
+    tenant = await factory.tenant()
+    async with running_app(settings) as app:
+        await app.state.database.engine.dispose()
+        app.state.database = type(app.state.database).connect(
+            "postgresql+asyncpg://nobody:secret-password@127.0.0.1:1/none"
+        )
+        async with api_client(app) as client:
+            response = await client.get(tenant.path, headers=bearer(tenant.admin_key))
+    assert response.status_code == 503
+    assert response.json()["code"] == "DATABASE_UNAVAILABLE"
+    assert response.headers["Retry-After"] == "5"
+    assert "secret-password" not in response.text
+    assert "127.0.0.1" not in response.text
     assert response.headers["X-Request-Id"]
 
 

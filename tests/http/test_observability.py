@@ -3,12 +3,17 @@ from __future__ import annotations
 import json
 import random
 import string
+from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import text
 
+from tenantplane.db.engine import Database
+from tests.cluster.polling import create_cluster, wait_running
+from tests.conftest import make_settings
 from tests.factories import Factory
-from tests.http_client import bearer
+from tests.http_client import BASE_URL, api_client, bearer, running_app
 
 
 async def test_health_and_readiness(client: httpx.AsyncClient) -> None:
@@ -16,7 +21,8 @@ async def test_health_and_readiness(client: httpx.AsyncClient) -> None:
     assert (await client.get(f"{base}/healthz")).json() == {"status": "ok"}
     ready = await client.get(f"{base}/readyz")
     assert ready.status_code == 200
-    assert ready.json() == {"status": "ready"}
+    # No Redis configured: the database is the only check.
+    assert ready.json() == {"status": "ready", "checks": {"database": "ok"}}
 
 
 async def test_metrics_count_requests_by_route_template(
@@ -80,3 +86,66 @@ async def test_unknown_methods_share_one_metrics_label(
     assert others[0].endswith(" 50.0")
     assert any('method="PATCH"' in line for line in requests)  # known methods keep their name
     assert any('method="OPTIONS"' in line for line in requests)
+
+
+def sample_value(metrics: str, series: str) -> float:
+    """The value of one series in a Prometheus text page (fails when it is absent)."""
+    [line] = [line for line in metrics.splitlines() if line.startswith(series + " ")]
+    return float(line.rsplit(" ", 1)[1])
+
+
+async def test_metrics_show_the_reconcilers_and_the_runtime(
+    database_url: str, tmp_path: Path, factory: Factory
+) -> None:
+    tenant = await factory.tenant()
+    settings = make_settings(database_url, tmp_path, reconcile_idle_poll_seconds=0.1)
+    async with (
+        running_app(settings) as app,
+        api_client(app) as client,
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE_URL) as ops,
+    ):
+        await create_cluster(client, tenant.path, tenant.admin_key, "dev")
+        await wait_running(client, tenant.path, tenant.admin_key, "dev")
+        metrics = (await ops.get("/metrics")).text
+    cluster = '{reconciler="clusters"}'
+    # Provisioning took several steps (one per simulator step), none failed.
+    assert sample_value(metrics, f"tenantplane_reconcile_steps_total{cluster}") >= 2
+    assert sample_value(metrics, f"tenantplane_reconcile_failures_total{cluster}") == 0
+    assert sample_value(metrics, f"tenantplane_reconcile_lease_takeovers_total{cluster}") == 0
+    assert sample_value(
+        metrics, f"tenantplane_reconcile_step_duration_seconds_count{cluster}"
+    ) == sample_value(metrics, f"tenantplane_reconcile_steps_total{cluster}")
+    # Converged: only its resync is scheduled, nothing is due.
+    assert sample_value(metrics, f"tenantplane_reconcile_queue_depth{cluster}") == 0
+    for reconciler in ("billing-cycle", "secrets"):  # those this deployment runs
+        assert f'tenantplane_reconcile_queue_depth{{reconciler="{reconciler}"}}' in metrics
+    # prometheus-client's process and Python collectors, on the app's own registry.
+    assert sample_value(metrics, "process_resident_memory_bytes") > 0
+    assert 'python_info{implementation="CPython"' in metrics
+    assert sample_value(metrics, 'python_gc_collections_total{generation="0"}') >= 0
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+async def test_queue_depth_counts_due_rows_no_runner_can_take(
+    database: Database, database_url: str, tmp_path: Path, factory: Factory
+) -> None:
+    """Clusters wait while the table is locked against the fetchers (PostgreSQL: plain reads
+    still pass; on SQLite every transaction takes the write lock, readers included)."""
+    tenant = await factory.tenant()
+    paused = make_settings(database_url, tmp_path, run_reconcilers=False)
+    async with running_app(paused) as app, api_client(app) as client:
+        for name in ("one", "two", "three"):
+            await create_cluster(client, tenant.path, tenant.admin_key, name)
+    settings = make_settings(database_url, tmp_path, reconcile_idle_poll_seconds=0.1)
+    series = 'tenantplane_reconcile_queue_depth{reconciler="clusters"}'
+    async with (
+        running_app(settings) as app,
+        api_client(app) as client,
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE_URL) as ops,
+    ):
+        async with database.transaction() as session:
+            await session.execute(text("LOCK TABLE clusters IN EXCLUSIVE MODE"))
+            assert sample_value((await ops.get("/metrics")).text, series) == 3
+        for name in ("one", "two", "three"):
+            await wait_running(client, tenant.path, tenant.admin_key, name)
+        assert sample_value((await ops.get("/metrics")).text, series) == 0

@@ -87,28 +87,66 @@ async def test_auth_failures_add_growing_backoff_that_resets_after_quiet(
         database_url,
         tmp_path,
         auth_failure_threshold=2,
-        auth_backoff_base_seconds=1,
-        auth_failure_window_seconds=4,
+        # Blocks of 2 s, then capped at 3 s: room for a loaded machine between requests.
+        auth_backoff_base_seconds=2,
+        auth_backoff_max_seconds=3,
+        auth_failure_window_seconds=5,
     )
     async with running_app(settings) as app, api_client(app, ip="198.51.100.77") as client:
         wrong = {"Authorization": "Bearer svc_" + "B" * 43}
         assert (await client.get(tenant.path, headers=wrong)).status_code == 401
         assert (await client.get(tenant.path, headers=wrong)).status_code == 401
-        blocked = await client.get(tenant.path, headers=bearer(tenant.admin_key))
+        blocked = await client.get(tenant.path, headers=wrong)
         assert blocked.status_code == 429
         assert blocked.json()["code"] == "AUTH_BACKOFF"
         first_wait = int(blocked.headers["Retry-After"])
+        # The backoff has run out: the next failure is answered, and blocks for longer.
         await asyncio.sleep(first_wait + 0.1)
         assert (await client.get(tenant.path, headers=wrong)).status_code == 401
-        again = await client.get(tenant.path, headers=bearer(tenant.admin_key))
+        again = await client.get(tenant.path, headers=wrong)
         assert again.status_code == 429
         second_wait = int(again.headers["Retry-After"])
         assert second_wait > first_wait
         # Quiet for longer than the window: the count and the backoff are gone.
         await asyncio.sleep(second_wait + settings.auth_failure_window_seconds + 0.2)
         assert (await client.get(tenant.path, headers=wrong)).status_code == 401
-        fine = await client.get(tenant.path, headers=bearer(tenant.admin_key))
-        assert fine.status_code == 200
+
+
+async def test_backoff_refuses_failing_attempts_only(
+    database_url: str, tmp_path: Path, factory: Factory
+) -> None:
+    """Clients behind one address (a NAT) keep working while a guesser among them is in
+    backoff: a credential that verifies is served, one that does not is refused with 429."""
+    tenant = await factory.tenant()
+    settings = make_settings(database_url, tmp_path, auth_failure_threshold=2)
+    async with running_app(settings) as app, api_client(app, ip="198.51.100.78") as client:
+        wrong = {"Authorization": "Bearer svc_" + "C" * 43}
+        for _ in range(2):
+            assert (await client.get(tenant.path, headers=wrong)).status_code == 401
+        failing = {
+            "unknown key": wrong,
+            "no credential": {},
+            "malformed": {"Authorization": "Basic abc"},
+            "expired key": bearer(await factory.expired_api_key(tenant.id)),
+            "revoked key": bearer(await factory.revoked_api_key(tenant.id)),
+        }
+        for case, headers in failing.items():
+            refused = await client.get(tenant.path, headers=headers)
+            assert refused.status_code == 429, case
+            assert refused.json()["code"] == "AUTH_BACKOFF", case
+            assert int(refused.headers["Retry-After"]) >= 1, case
+        # A valid key, and a write with it, are served; so is a caller without a role.
+        assert (await client.get(tenant.path, headers=bearer(tenant.admin_key))).status_code == 200
+        created = await client.post(
+            f"{tenant.path}/apikeys",
+            headers=bearer(tenant.admin_key),
+            json={"displayName": "behind-the-nat", "role": "readonly"},
+        )
+        assert created.status_code == 201, created.text
+        fresh = bearer(created.json()["key"])
+        assert (await client.get(f"{tenant.path}/clusters", headers=fresh)).status_code == 200
+        forbidden = await client.get(f"{tenant.path}/apikeys", headers=fresh)
+        assert forbidden.status_code == 403
 
 
 async def test_redis_shares_the_budget_between_replicas(

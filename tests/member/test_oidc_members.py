@@ -3,11 +3,9 @@ OpenID provider (oidc-provider-mock on loopback)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
-import pytest
 
 from tenantplane.db.engine import Database
 from tests.conftest import make_settings
@@ -16,26 +14,12 @@ from tests.http_client import api_client, bearer, running_app
 from tests.oidc_provider import MockProvider
 
 
-@pytest.fixture
-async def client(
-    database: Database, database_url: str, tmp_path: Path, oidc_provider: MockProvider
-) -> AsyncIterator[httpx.AsyncClient]:
-    settings = make_settings(
-        database_url,
-        tmp_path,
-        oidc_issuer=oidc_provider.issuer,
-        oidc_audience=oidc_provider.audience,
-    )
-    async with running_app(settings) as app, api_client(app) as http:
-        yield http
-
-
 async def test_members_added_through_the_api_act_with_their_role(
-    client: httpx.AsyncClient, factory: Factory, oidc_provider: MockProvider
+    oidc_client: httpx.AsyncClient, factory: Factory, oidc_provider: MockProvider
 ) -> None:
     tenant, other = await factory.tenant(), await factory.tenant()
     for email, role in (("Reader@Example.com", "readonly"), ("boss@example.com", "admin")):
-        added = await client.post(
+        added = await oidc_client.post(
             f"{tenant.path}/members",
             json={"email": email, "role": role},
             headers=bearer(tenant.admin_key),
@@ -46,59 +30,60 @@ async def test_members_added_through_the_api_act_with_their_role(
     boss = bearer(oidc_provider.id_token("boss@example.com"))
 
     # readonly: reads the tenant's resources, changes nothing.
-    assert (await client.get(tenant.path, headers=reader)).status_code == 200
-    members = await client.get(f"{tenant.path}/members", headers=reader)
+    assert (await oidc_client.get(tenant.path, headers=reader)).status_code == 200
+    members = await oidc_client.get(f"{tenant.path}/members", headers=reader)
     assert members.status_code == 200
     assert {"email": "reader@example.com", "role": "readonly"} in members.json()["items"]
     key_request = {"displayName": "from oidc", "role": "readonly"}
-    denied = await client.post(f"{tenant.path}/apikeys", json=key_request, headers=reader)
+    denied = await oidc_client.post(f"{tenant.path}/apikeys", json=key_request, headers=reader)
     assert denied.status_code == 403
 
     # admin: creates API keys, recorded as created by the member.
-    created = await client.post(f"{tenant.path}/apikeys", json=key_request, headers=boss)
+    created = await oidc_client.post(f"{tenant.path}/apikeys", json=key_request, headers=boss)
     assert created.status_code == 201, created.text
     assert created.json()["createdBy"] == "boss@example.com"
-    assert (await client.get(tenant.path, headers=bearer(created.json()["key"]))).status_code == 200
-    promoted = await client.patch(
+    as_new_key = await oidc_client.get(tenant.path, headers=bearer(created.json()["key"]))
+    assert as_new_key.status_code == 200
+    promoted = await oidc_client.patch(
         f"{tenant.path}/members/reader@example.com", json={"role": "admin"}, headers=boss
     )
     assert promoted.status_code == 200
 
     # Neither touches another tenant.
     for token in (reader, boss):
-        assert (await client.get(other.path, headers=token)).status_code == 403
-        assert (await client.get(f"{other.path}/members", headers=token)).status_code == 403
-        intrusion = await client.post(f"{other.path}/apikeys", json=key_request, headers=token)
+        assert (await oidc_client.get(other.path, headers=token)).status_code == 403
+        assert (await oidc_client.get(f"{other.path}/members", headers=token)).status_code == 403
+        intrusion = await oidc_client.post(f"{other.path}/apikeys", json=key_request, headers=token)
         assert intrusion.status_code == 403
 
 
 async def test_removed_member_loses_access_at_once(
-    client: httpx.AsyncClient, factory: Factory, oidc_provider: MockProvider
+    oidc_client: httpx.AsyncClient, factory: Factory, oidc_provider: MockProvider
 ) -> None:
     tenant = await factory.tenant()
-    await client.post(
+    await oidc_client.post(
         f"{tenant.path}/members",
         json={"email": "leaver@example.com", "role": "readonly"},
         headers=bearer(tenant.admin_key),
     )
     token = bearer(oidc_provider.id_token("leaver@example.com"))
-    assert (await client.get(tenant.path, headers=token)).status_code == 200
-    removed = await client.delete(
+    assert (await oidc_client.get(tenant.path, headers=token)).status_code == 200
+    removed = await oidc_client.delete(
         f"{tenant.path}/members/leaver@example.com", headers=bearer(tenant.admin_key)
     )
     assert removed.status_code == 204
-    assert (await client.get(tenant.path, headers=token)).status_code == 403
+    assert (await oidc_client.get(tenant.path, headers=token)).status_code == 403
 
 
 async def test_provider_token_with_unverified_email_is_401(
-    client: httpx.AsyncClient, factory: Factory, oidc_provider: MockProvider
+    oidc_client: httpx.AsyncClient, factory: Factory, oidc_provider: MockProvider
 ) -> None:
     tenant = await factory.tenant()
     await factory.member(tenant.id, "unsure@example.com")
     token = oidc_provider.id_token("unsure@example.com", verified=False)
-    assert (await client.get(tenant.path, headers=bearer(token))).status_code == 401
+    assert (await oidc_client.get(tenant.path, headers=bearer(token))).status_code == 401
     verified = oidc_provider.id_token("unsure@example.com")
-    assert (await client.get(tenant.path, headers=bearer(verified))).status_code == 200
+    assert (await oidc_client.get(tenant.path, headers=bearer(verified))).status_code == 200
 
 
 async def test_provider_token_for_another_client_is_401(

@@ -13,7 +13,7 @@ from datetime import timedelta
 from typing import Any, ClassVar
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.schema import Table
 
@@ -22,6 +22,7 @@ from tenantplane.db.base import utcnow
 from tenantplane.db.engine import Database
 from tenantplane.reconcile import LeaseGuard, Reconciler, ReconcilerRunner, wake_after_commit
 from tenantplane.reconcile.fetcher import Fetcher
+from tenantplane.reconcile.metrics import ReconcileMetrics
 from tests.factories import Factory
 
 DEADLINE_SECONDS = 60
@@ -63,13 +64,15 @@ class CountingReconciler(Reconciler[Seen, int]):
         await guard.update(observed_generation=outcome, reconcile_at=None)
 
 
-async def add_rows(database: Database, tenant_id: int, count: int, *, due: bool) -> list[int]:
+async def add_rows(
+    database: Database, tenant_id: int, count: int, *, due: bool, prefix: str = "c"
+) -> list[int]:
     async with database.transaction() as session:
         rows = [
             Cluster(
                 uid=uuid.uuid4().hex,
                 tenant_id=tenant_id,
-                name=f"c-{index}",
+                name=f"{prefix}-{index}",
                 version="1.33",
                 cpu="1",
                 memory="1Gi",
@@ -131,7 +134,8 @@ async def test_a_hint_after_commit_wakes_an_idle_runner(
     runner = ReconcilerRunner(database, reconciler, idle_poll_seconds=3600)
     task = asyncio.create_task(runner.run())
     try:
-        await asyncio.sleep(0.1)
+        # Idle: it has looked, found nothing due, and will not look again for an hour.
+        await asyncio.wait_for(runner.idle.wait(), DEADLINE_SECONDS)
         assert reconciler.acted == []
         async with database.transaction() as session:
             cluster = await session.get(Cluster, row_id)
@@ -184,3 +188,66 @@ async def test_two_workers_share_the_rows_without_doing_any_twice(
             runner.stop()
         await asyncio.gather(*tasks)
     assert sorted(first.acted + second.acted) == sorted(ids)
+
+
+class FailingOnceReconciler(CountingReconciler):
+    """Raises in ``act`` the first time it sees ``row_id``; retried soon after."""
+
+    error_backoff_seconds = 0.05
+
+    def __init__(self, row_id: int) -> None:
+        super().__init__()
+        self.fail_on: int | None = row_id
+
+    async def act(self, snapshot: Seen) -> int:
+        if snapshot.row_id == self.fail_on:
+            self.fail_on = None
+            raise RuntimeError("the outside world said no")
+        return await super().act(snapshot)
+
+
+def sample(metrics: ReconcileMetrics, name: str, reconciler: str) -> float:
+    value = metrics.registry.get_sample_value(name, {"reconciler": reconciler})
+    assert value is not None, name
+    return value
+
+
+async def test_metrics_count_steps_failures_and_takeovers_of_expired_leases(
+    database: Database, factory: Factory
+) -> None:
+    tenant = await factory.tenant()
+    fresh = await add_rows(database, tenant.id, 2, due=True)
+    abandoned = await add_rows(database, tenant.id, 3, due=True, prefix="abandoned")
+    # Leases of a process that died: expired, its owner still written on the rows.
+    dead = Fetcher(database, Cluster.__table__, "dead-worker")  # type: ignore[arg-type]
+    assert len(await dead.lease(10, timedelta(seconds=-1))) == 5
+    async with database.transaction() as session:
+        await session.execute(
+            update(Cluster)
+            .where(Cluster.id.in_(fresh))
+            .values(lock_owner=None, lock_token=None, lock_expires_at=None)
+        )
+    reconciler = FailingOnceReconciler(fresh[0])
+    metrics = ReconcileMetrics()
+    runner = ReconcilerRunner(database, reconciler, idle_poll_seconds=0.05, metrics=metrics)
+    name = reconciler.name
+    await runner.refresh_metrics()
+    assert sample(metrics, "tenantplane_reconcile_queue_depth", name) == 5
+    task = asyncio.create_task(runner.run())
+    try:
+
+        async def all_done() -> bool:
+            return all(value == 1 for value in (await observed(database)).values())
+
+        await wait_until(all_done, "every row reconciled")
+    finally:
+        runner.stop()
+        await task
+    await runner.refresh_metrics()
+    assert sorted(reconciler.acted) == sorted(fresh + abandoned)
+    assert sample(metrics, "tenantplane_reconcile_steps_total", name) == 6  # one retried
+    assert sample(metrics, "tenantplane_reconcile_failures_total", name) == 1
+    assert sample(metrics, "tenantplane_reconcile_lease_takeovers_total", name) == 3
+    assert sample(metrics, "tenantplane_reconcile_step_duration_seconds_count", name) == 6
+    assert sample(metrics, "tenantplane_reconcile_queue_depth", name) == 0
+    assert sample(metrics, "tenantplane_reconcile_rows_in_progress", name) == 0

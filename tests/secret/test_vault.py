@@ -15,6 +15,7 @@ import hvac.exceptions
 import pytest
 
 from tenantplane.db.engine import Database
+from tenantplane.reconcilers import build_supervisor
 from tests.conftest import make_settings
 from tests.db.leaks import needles_in_database
 from tests.factories import Factory, TenantFixture
@@ -27,6 +28,7 @@ from tests.secret.support import (
     copies_in,
     target_statuses,
     wait_for_phase,
+    wait_until,
 )
 
 
@@ -152,6 +154,51 @@ async def test_existing_paths_sync_and_missing_paths_fail(
     assert fake.requests
     assert {route.split("/")[1] for _, route in fake.requests} == {"metadata"}
     assert {method for method, _ in fake.requests} == {"GET"}
+
+
+async def test_path_checks_share_one_connection_closed_when_the_reconcilers_stop(
+    vault: tuple[FakeVault, str],
+    factory: Factory,
+    database: Database,
+    database_url: str,
+    tmp_path: Path,
+) -> None:
+    fake, address = vault
+    tenant = await factory.tenant()
+    await factory.cluster_row(tenant.id, "prod")
+    fake.enable_kv2(mount_of(tenant))
+    fake.put(mount_of(tenant), "apps/db", {"password": "correct-horse"})
+    settings = make_settings(
+        database_url,
+        tmp_path,
+        vault_addr=address,
+        vault_token=fake.token,
+        run_reconcilers=False,
+        **FAST,
+    )
+    # The reconcilers as `tenantplane worker` runs them, held here until the test ends.
+    supervisor = build_supervisor(settings, database)
+    supervisor.start()
+    try:
+        async with running_app(settings) as app, api_client(app) as client:
+            # One secret: its checks run one after another (the resync repeats them).
+            target = [{"cluster": "prod", "namespace": "a"}]
+            await create(client, tenant, "db", "apps/db", target)
+
+            async def checked_four_times() -> bool:
+                return len(fake.requests) >= 4
+
+            await wait_until(checked_four_times, "four path checks")
+    finally:
+        await supervisor.stop()
+    assert fake.connections == 1
+
+    async def all_closed() -> bool:
+        return fake.open_connections == 0
+
+    # Stopping the reconcilers closed the connection, though the reconcilers still exist.
+    await wait_until(all_closed, "the connection to the vault to close")
+    assert supervisor.runners
 
 
 async def test_a_deleted_current_version_is_not_found(

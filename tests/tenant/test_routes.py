@@ -18,6 +18,7 @@ async def test_members_read_the_tenant_with_an_etag(
         "plan": "starter",
         "enforceMetricsLimit": False,
         "enforceLogLimit": False,
+        "state": "active",
     }
     assert response.headers["ETag"] == '"1"'
 
@@ -30,6 +31,7 @@ async def test_members_read_the_tenant_with_an_etag(
         ({"enforceMetricsLimit": False}, "enforceMetricsLimit"),
         ({"enforceLogLimit": True}, "enforceLogLimit"),
         ({"plan": None}, "plan"),
+        ({"state": "active"}, "state"),
     ],
 )
 async def test_platform_managed_fields_are_refused_with_403(

@@ -11,6 +11,7 @@ from tenantplane.alerting import secrets
 from tenantplane.alerting.models import AlertingCredentials, CredentialsAuth
 from tenantplane.alerting.repository import AlertingRepository
 from tenantplane.http.errors import NotFound, ValidationFailed
+from tenantplane.keys import KeyRing
 from tenantplane.tenant.models import Tenant
 from tenantplane.tenant.repository import TenantRepository
 
@@ -53,7 +54,7 @@ async def set_credentials(
     auth: CredentialsAuth,
     username: str | None,
     secret: str | None,
-    secret_key: bytes,
+    keys: KeyRing,
 ) -> CredentialsInfo:
     _check(auth, org_id, username, secret)
     tenant = await _tenant(session, tenant_name)
@@ -65,10 +66,26 @@ async def set_credentials(
     row.org_id = org_id
     row.auth = auth
     row.username = username if auth is CredentialsAuth.basic else None
-    row.secret_ciphertext = secrets.encrypt(secret_key, secret) if secret else None
+    row.secret_ciphertext, row.key_derivation = (
+        secrets.encrypt(keys, secret) if secret else (None, keys.current.derivation)
+    )
     row.updated_at = datetime.now(UTC)
     await session.flush()
     return CredentialsInfo(tenant.name, row.org_id, row.auth.value, row.username, row.updated_at)
+
+
+async def reencrypt_credentials(session: AsyncSession, keys: KeyRing) -> int:
+    """Encrypt every stored secret under the current secret key (after a rotation); returns
+    how many rows changed. Fails, changing nothing, if one cannot be decrypted."""
+    current = keys.current.derivation
+    rows = await AlertingRepository.from_session(session).credentials_not_derived_with(current)
+    for row in rows:
+        if row.secret_ciphertext is not None:
+            plaintext = secrets.decrypt(keys, row.secret_ciphertext, row.key_derivation)
+            row.secret_ciphertext, _ = secrets.encrypt(keys, plaintext)
+        row.key_derivation = current
+    await session.flush()
+    return len(rows)
 
 
 async def clear_credentials(session: AsyncSession, tenant_name: str) -> bool:

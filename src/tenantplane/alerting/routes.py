@@ -10,10 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
-from fastapi import APIRouter, Depends, Request, Response, status
+from fastapi import APIRouter, Depends, Path, Request, Response, status
 from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from tenantplane.access import Principal, TenantAdmin, TenantMember
 from tenantplane.alerting import service
 from tenantplane.alerting.document import Document, receiver_index, time_interval_index
 from tenantplane.alerting.openapi import (
@@ -25,6 +26,7 @@ from tenantplane.alerting.openapi import (
     AlertingRouteList,
     request_body,
 )
+from tenantplane.alerting.redaction import redact_document, redact_global, redact_receiver
 from tenantplane.alerting.schemas import (
     JsonObject,
     TemplateList,
@@ -37,16 +39,19 @@ from tenantplane.alerting.schemas import (
 from tenantplane.alerting.service import Focus, TenantRef
 from tenantplane.alerting.validation import ConfigError
 from tenantplane.alerting.validation.limits import check_name
+from tenantplane.alerting.validation.policy import Policy
 from tenantplane.db.session import SessionDep
-from tenantplane.http.auth import Principal, TenantAdmin, TenantMember
 from tenantplane.http.errors import NotFound, ValidationFailed, error_responses
 from tenantplane.http.etag import IfMatch, set_etag
+from tenantplane.keys import KeyRing
 from tenantplane.providers.alerting.base import AlertingBackend
 
 router = APIRouter(prefix="/tenants/{tenant}/alerting", tags=["alerting"])
 T = TypeVar("T")
 
 _ROUTE_INDEX = re.compile(r"^[0-9]{1,6}$")
+# A child route's 0-based index, named `id` on the wire (`route_id` in code: never the builtin).
+RouteId = Annotated[str, Path(alias="id")]
 
 
 # Every alerting operation can answer these, besides its own.
@@ -79,10 +84,13 @@ class Alerting:
 
     session: AsyncSession
     backend: AlertingBackend
-    secret_key: bytes
+    keys: KeyRing
+    policy: Policy
 
     async def read(self, principal: Principal) -> service.Snapshot:
-        return await service.read(self.session, self.backend, _tenant(principal), self.secret_key)
+        return await service.read(
+            self.session, self.backend, _tenant(principal), self.keys, self.policy
+        )
 
     async def write(
         self,
@@ -97,16 +105,17 @@ class Alerting:
             self.session,
             self.backend,
             _tenant(principal),
-            self.secret_key,
+            self.keys,
             if_match,
             change,
             focus,
             reset=reset,
+            policy=self.policy,
         )
 
 
 async def get_alerting(session: SessionDep, backend: BackendDep, request: Request) -> Alerting:
-    return Alerting(session, backend, request.app.state.api_key_secret)
+    return Alerting(session, backend, request.app.state.keys, request.app.state.alerting_policy)
 
 
 AlertingDep = Annotated[Alerting, Depends(get_alerting)]
@@ -158,10 +167,12 @@ async def get_config(
     alerting: AlertingDep,
     response: Response,
 ) -> dict[str, Any]:
-    """The wrapper: global, receivers, root route, templates, time intervals; ETag header."""
+    """The wrapper: global, receivers, root route, templates, time intervals; ETag header.
+    Credentials read `<secret>` unless the caller is an admin."""
     snapshot = await alerting.read(principal)
     set_etag(response, snapshot.version)
-    return _wrapper(snapshot.document)
+    document = snapshot.document if principal.is_admin else redact_document(snapshot.document)
+    return _wrapper(document)
 
 
 @router.put(
@@ -225,10 +236,14 @@ async def list_receivers(
     alerting: AlertingDep,
     response: Response,
 ) -> dict[str, Any]:
-    """Every receiver with its integrations, in stored order."""
+    """Every receiver with its integrations, in stored order (credentials read `<secret>`
+    unless the caller is an admin)."""
     snapshot = await alerting.read(principal)
     set_etag(response, snapshot.version)
-    return {"items": snapshot.document["receivers"]}
+    receivers = snapshot.document["receivers"]
+    if not principal.is_admin:
+        receivers = [redact_receiver(receiver) for receiver in receivers]
+    return {"items": receivers}
 
 
 @router.get(
@@ -243,7 +258,8 @@ async def get_receiver(
     alerting: AlertingDep,
     response: Response,
 ) -> dict[str, Any]:
-    """The receiver called `name`."""
+    """The receiver called `name` (credentials read `<secret>` unless the caller is an
+    admin)."""
     _check_name(name, "receiver")
     snapshot = await alerting.read(principal)
     index = receiver_index(snapshot.document, name)
@@ -251,7 +267,7 @@ async def get_receiver(
         raise NotFound(f"receiver {name}")
     set_etag(response, snapshot.version)
     receiver: dict[str, Any] = snapshot.document["receivers"][index]
-    return receiver
+    return receiver if principal.is_admin else redact_receiver(receiver)
 
 
 @router.put(
@@ -335,12 +351,12 @@ async def list_routes(
 )
 async def get_route(
     principal: TenantMember,
-    id: str,
+    route_id: RouteId,
     alerting: AlertingDep,
     response: Response,
 ) -> dict[str, Any]:
     """The child route at 0-based index `id`, with its own nested routes."""
-    index = _route_index(id)
+    index = _route_index(route_id)
     snapshot = await alerting.read(principal)
     routes = snapshot.document["route"].get("routes", [])
     if index >= len(routes):
@@ -359,14 +375,14 @@ async def get_route(
 )
 async def put_route(
     principal: TenantAdmin,
-    id: str,
+    route_id: RouteId,
     body: JsonObject,
     alerting: AlertingDep,
     response: Response,
     if_match: IfMatch = None,
 ) -> dict[str, Any]:
     """200 replacing index `id`; 201 appending when `id` equals the count; 400 beyond."""
-    index = _route_index(id)
+    index = _route_index(route_id)
     written = await alerting.write(
         principal,
         if_match,
@@ -388,13 +404,13 @@ async def put_route(
 )
 async def delete_route(
     principal: TenantAdmin,
-    id: str,
+    route_id: RouteId,
     alerting: AlertingDep,
     response: Response,
     if_match: IfMatch = None,
 ) -> None:
     """Later child routes move up one index."""
-    index = _route_index(id)
+    index = _route_index(route_id)
     written = await alerting.write(
         principal,
         if_match,
@@ -461,11 +477,12 @@ async def get_global(
     alerting: AlertingDep,
     response: Response,
 ) -> dict[str, Any]:
-    """Only the settings the tenant set."""
+    """Only the settings the tenant set (credentials read `<secret>` unless the caller is
+    an admin)."""
     snapshot = await alerting.read(principal)
     set_etag(response, snapshot.version)
     glob: dict[str, Any] = snapshot.document["global"]
-    return glob
+    return glob if principal.is_admin else redact_global(glob)
 
 
 @router.put(

@@ -2,8 +2,11 @@
 
 Every write locks the tenant's row, checks If-Match against the wrapper version, applies
 its change to a copy of the stored document, validates the whole result as Alertmanager
-would, stores it (bumping the version) and applies it to the backend. Any failure raises
-before the request's transaction commits, so a rejected write changes nothing.
+would (and as the backend's own naming rules require), stores it (bumping the version) and
+makes it due for the backend. Any failure raises before the request's transaction commits,
+so a rejected write changes nothing. The backend is called after commit, by the
+``alerting`` reconciler (``alerting.reconciler``): no row or advisory lock is ever held
+across a call to Mimir or Alertmanager (docs/alerting.md, "Applying to the backend").
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from tenantplane.alerting.document import (
     without_nulls,
 )
 from tenantplane.alerting.models import AlertingCredentials
+from tenantplane.alerting.redaction import restore_secrets
 from tenantplane.alerting.repository import AlertingRepository
 from tenantplane.alerting.validation import ConfigError
 from tenantplane.alerting.validation.config import (
@@ -35,6 +39,8 @@ from tenantplane.alerting.validation.config import (
     validate_config,
 )
 from tenantplane.alerting.validation.limits import check_route_depth
+from tenantplane.alerting.validation.policy import Policy
+from tenantplane.db.base import utcnow
 from tenantplane.http.errors import (
     ApiError,
     Conflict,
@@ -43,6 +49,7 @@ from tenantplane.http.errors import (
     ValidationFailed,
 )
 from tenantplane.http.etag import check_if_match
+from tenantplane.keys import KeyRing
 from tenantplane.providers.alerting.base import (
     AlertingBackend,
     BackendNamingError,
@@ -51,12 +58,14 @@ from tenantplane.providers.alerting.base import (
     Credentials,
     Target,
 )
+from tenantplane.reconcile import wake_after_commit
 
 T = TypeVar("T")
 log = structlog.get_logger(__name__)
 CREDENTIALS_RETRY_AFTER_SECONDS = 60
 BACKEND_RETRY_AFTER_SECONDS = 5
 INITIAL_VERSION = 1
+ALERTING_RECONCILER = "alerting"
 
 
 @dataclass(frozen=True)
@@ -99,7 +108,7 @@ class AlertingDisabled(ApiError):
 
 
 async def _credentials(
-    session: AsyncSession, backend: AlertingBackend, tenant: TenantRef, secret_key: bytes
+    session: AsyncSession, backend: AlertingBackend, tenant: TenantRef, keys: KeyRing
 ) -> Credentials | None:
     """Refuse when the backend is off or lacks this tenant's credentials."""
     if not backend.enabled:
@@ -113,28 +122,33 @@ async def _credentials(
             code="TENANT_CREDENTIALS_PENDING",
             retry_after=CREDENTIALS_RETRY_AFTER_SECONDS,
         )
-    return credentials_of(row, secret_key)
+    return credentials_of(row, keys)
 
 
-def credentials_of(row: AlertingCredentials, secret_key: bytes) -> Credentials:
+def credentials_of(row: AlertingCredentials, keys: KeyRing) -> Credentials:
     secret = None
     if row.secret_ciphertext is not None:
-        secret = secrets.decrypt(secret_key, row.secret_ciphertext)
+        secret = secrets.decrypt(keys, row.secret_ciphertext, row.key_derivation)
     return Credentials(org_id=row.org_id, auth=row.auth.value, username=row.username, secret=secret)
 
 
 async def read(
-    session: AsyncSession, backend: AlertingBackend, tenant: TenantRef, secret_key: bytes
+    session: AsyncSession,
+    backend: AlertingBackend,
+    tenant: TenantRef,
+    keys: KeyRing,
+    policy: Policy,
 ) -> Snapshot:
-    credentials = await _credentials(session, backend, tenant, secret_key)
+    credentials = await _credentials(session, backend, tenant, keys)
     row = await AlertingRepository.from_session(session).get(tenant.id)
     if row is None:
-        return Snapshot(await _initial_document(backend, tenant, credentials), INITIAL_VERSION)
+        initial = await _initial_document(backend, tenant, credentials, policy)
+        return Snapshot(initial, INITIAL_VERSION)
     return Snapshot(row.document, row.resource_version)
 
 
 async def _initial_document(
-    backend: AlertingBackend, tenant: TenantRef, credentials: Credentials | None
+    backend: AlertingBackend, tenant: TenantRef, credentials: Credentials | None, policy: Policy
 ) -> Document:
     """What a tenant new to this service starts from: what its backend already holds, when
     that is a configuration the API can represent and validate, else the default."""
@@ -148,7 +162,7 @@ async def _initial_document(
         return default_document()
     adopted: Document = without_nulls(existing)
     try:
-        validate_config(adopted)
+        validate_config(adopted, policy)
     except ConfigError as exc:
         log.warning(
             "existing alerting configuration not adopted", tenant=tenant.name, error=exc.message
@@ -182,66 +196,63 @@ async def write(
     session: AsyncSession,
     backend: AlertingBackend,
     tenant: TenantRef,
-    secret_key: bytes,
+    keys: KeyRing,
     if_match: str | None,
     change: Callable[[Document], T],
     focus: Focus | Callable[[Document], Focus],
     *,
     reset: bool = False,
+    policy: Policy,
 ) -> Written[T]:
     """Apply ``change`` to the tenant's document under its row lock; see the module doc."""
-    credentials = await _credentials(session, backend, tenant, secret_key)
+    credentials = await _credentials(session, backend, tenant, keys)
     repository = AlertingRepository.from_session(session)
-    if backend.renders_all_tenants:
-        await repository.lock_shared_render()
     initial = None
     if await repository.get(tenant.id) is None:
-        initial = await _initial_document(backend, tenant, credentials)
+        # Asked before any lock is taken: no lock is held across a backend call.
+        initial = await _initial_document(backend, tenant, credentials, policy)
     row = await repository.lock(tenant.id, initial)
     check_if_match(if_match, row.resource_version)
     document = clone(row.document)
     value = change(document)
+    where = focus(document) if callable(focus) else focus
+    _keep_stored_secrets(document, row.document, where)
     unchanged = document == row.document
     if unchanged and not reset:
         return Written(value, Snapshot(row.document, row.resource_version))
     if not unchanged:
-        _check(backend, tenant, document, focus(document) if callable(focus) else focus)
+        _check(backend, tenant, document, where, policy)
         row.document = document
         row.updated_at = datetime.now(UTC)
         await session.flush()
     # A reset always reaches the backend: it may hold what this service never adopted.
-    target = Target(
-        tenant.name,
-        credentials,
-        await repository.all_documents() if backend.renders_all_tenants else {},
-    )
-    await _apply(backend, target, document, reset=reset)
+    await repository.mark_due(tenant.id, remove=reset, now=utcnow())
+    wake_after_commit(session, ALERTING_RECONCILER)
     return Written(value, Snapshot(row.document, row.resource_version))
 
 
-def _check(backend: AlertingBackend, tenant: TenantRef, document: Document, focus: Focus) -> None:
-    """Alertmanager's rules, then the backend's own; errors relative to the request body."""
+def _keep_stored_secrets(document: Document, stored: Document, focus: Focus) -> None:
+    """`<secret>` sent back (as readonly members read it) keeps the stored credential."""
     try:
-        validate_config(document)
-        backend.check(tenant.name, document)
-    except (ConfigError, BackendNamingError) as exc:
+        restore_secrets(document, stored)
+    except ConfigError as exc:
         raise ValidationFailed(
             exc.message, field=_relative(exc.path, focus), code=exc.code
         ) from None
 
 
-async def _apply(
-    backend: AlertingBackend, target: Target, document: Document, *, reset: bool
+def _check(
+    backend: AlertingBackend, tenant: TenantRef, document: Document, focus: Focus, policy: Policy
 ) -> None:
+    """Alertmanager's rules and the policy's, then the backend's own; errors relative to
+    the request body."""
     try:
-        if reset:
-            await backend.remove(target)
-        else:
-            await backend.apply(target, document)
-    except BackendRejected as exc:
-        raise ValidationFailed(str(exc), field=None, code="ALERTING_BACKEND_REJECTED") from None
-    except BackendUnavailable as exc:
-        raise _unavailable(exc) from None
+        validate_config(document, policy)
+        backend.check(tenant.name, document)
+    except (ConfigError, BackendNamingError) as exc:
+        raise ValidationFailed(
+            exc.message, field=_relative(exc.path, focus), code=exc.code
+        ) from None
 
 
 # --- the changes each endpoint makes -------------------------------------------------------
@@ -431,33 +442,50 @@ def delete_time_interval(name: str) -> Callable[[Document], None]:
 # --- operators ---------------------------------------------------------------------------
 
 
-async def apply_stored(
-    session: AsyncSession, backend: AlertingBackend, secret_key: bytes
-) -> list[str]:
-    """Apply every stored configuration to the backend again (after the backend lost it).
+async def withdraw(session: AsyncSession, backend: AlertingBackend, tenant: TenantRef) -> bool:
+    """Take a cancelled tenant's configuration off the backend (Mimir deletes it; the shared
+    Alertmanager is rendered without it), after commit, through the reconciler. The stored
+    document stays readable; cancelled tenants are left out of every later rendering. False
+    when there is nothing to take off (no backend, or no credentials to reach this tenant)."""
+    if not backend.enabled:
+        return False
+    repository = AlertingRepository.from_session(session)
+    if backend.needs_credentials and await repository.get_credentials(tenant.id) is None:
+        return False
+    await repository.lock(tenant.id)
+    await repository.mark_due(tenant.id, remove=True, now=utcnow())
+    wake_after_commit(session, ALERTING_RECONCILER)
+    return True
 
-    Tenants whose credentials are missing are skipped. Returns the tenants applied.
-    """
+
+async def mark_stored_due(session: AsyncSession, backend: AlertingBackend) -> list[str]:
+    """Every stored configuration of a live tenant due for the backend again (after the
+    backend lost it); the reconciler applies them. Returns the tenants concerned."""
     if not backend.enabled:
         raise AlertingDisabled()
-    repository = AlertingRepository.from_session(session)
-    if backend.renders_all_tenants:
-        await repository.lock_shared_render()
-    documents = await repository.all_documents()
-    try:
-        if backend.renders_all_tenants:  # one write renders every tenant
-            await backend.apply(Target("*", None, documents), {})
-            return sorted(documents)
-        applied: list[str] = []
-        for tenant_id, name in await repository.tenants_with_documents():
-            credentials = None
-            if backend.needs_credentials:
-                row = await repository.get_credentials(tenant_id)
-                if row is None:
-                    continue
-                credentials = credentials_of(row, secret_key)
-            await backend.apply(Target(name, credentials, documents), documents[name])
-            applied.append(name)
-        return applied
-    except (BackendRejected, BackendUnavailable) as exc:
-        raise _unavailable(exc) from None
+    return await AlertingRepository.from_session(session).mark_all_due(utcnow())
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A stored configuration that the current rules refuse (stored before they existed)."""
+
+    tenant: str
+    field: str
+    code: str
+    message: str
+
+
+async def check_stored(
+    session: AsyncSession, backend: AlertingBackend, policy: Policy
+) -> list[Finding]:
+    """Every stored configuration through today's validation and the backend's rules."""
+    findings: list[Finding] = []
+    documents = await AlertingRepository.from_session(session).all_documents()
+    for tenant, document in documents.items():
+        try:
+            validate_config(document, policy)
+            backend.check(tenant, document)
+        except (ConfigError, BackendNamingError) as exc:
+            findings.append(Finding(tenant, exc.path, exc.code, exc.message))
+    return findings

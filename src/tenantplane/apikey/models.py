@@ -6,6 +6,7 @@ from sqlalchemy import ForeignKey, LargeBinary, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from tenantplane.db.base import Base, Versioned, utcnow
+from tenantplane.keys import LEGACY
 from tenantplane.member.models import Role, RoleColumn
 from tenantplane.tenant.models import Tenant
 
@@ -17,8 +18,10 @@ class ApiKey(Versioned, Base):
     tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), index=True)
     display_name: Mapped[str] = mapped_column(String(200))
     role: Mapped[Role] = mapped_column(RoleColumn)
-    # HMAC-SHA256 of the raw key under the server's secret; the raw key is never stored.
+    # HMAC-SHA256 of the raw key under a key derived from the server's secret key (which
+    # derivation: tenantplane.keys); the raw key is never stored.
     key_hash: Mapped[bytes] = mapped_column(LargeBinary(32), unique=True)
+    key_derivation: Mapped[str] = mapped_column(String(40), server_default=LEGACY)
     expires_at: Mapped[datetime | None] = mapped_column(default=None)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     created_by: Mapped[str] = mapped_column(String(320))

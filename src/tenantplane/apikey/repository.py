@@ -1,9 +1,9 @@
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 
-from sqlalchemy import delete, or_, select, update
+from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import joinedload
 
@@ -18,11 +18,30 @@ class ApiKeyRepository:
     def from_session(cls, session: AsyncSession) -> ApiKeyRepository:
         return cls(session)
 
-    async def find_by_hash(self, key_hash: bytes) -> ApiKey | None:
+    async def find_by_hash(self, key_hashes: Collection[bytes]) -> ApiKey | None:
+        """The key stored under any of ``key_hashes`` (one indexed lookup)."""
         statement = (
-            select(ApiKey).where(ApiKey.key_hash == key_hash).options(joinedload(ApiKey.tenant))
+            select(ApiKey)
+            .where(ApiKey.key_hash.in_(list(key_hashes)))
+            .options(joinedload(ApiKey.tenant))
+            .limit(1)
         )
         return (await self.session.execute(statement)).scalar_one_or_none()
+
+    async def rehash(self, key_id: str, old_hash: bytes, new_hash: bytes, derivation: str) -> None:
+        """Store a key under the current secret key's hash (a no-op if another request did)."""
+        statement = (
+            update(ApiKey)
+            .where(ApiKey.id == key_id, ApiKey.key_hash == old_hash)
+            .values(key_hash=new_hash, key_derivation=derivation)
+            .execution_options(synchronize_session=False)
+        )
+        await self.session.execute(statement)
+
+    async def count_not_derived_with(self, derivation: str) -> int:
+        """Keys whose hash another key than ``derivation`` made (re-hashed on their next use)."""
+        statement = select(func.count()).where(ApiKey.key_derivation != derivation)
+        return int((await self.session.execute(statement)).scalar_one())
 
     async def list(self, tenant_id: int) -> Sequence[ApiKey]:
         statement = (

@@ -4,18 +4,20 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Request, Response, status
 
+from tenantplane.access import TenantAdmin
 from tenantplane.apikey import service
 from tenantplane.apikey.schemas import ApiKeyCreate, ApiKeyCreated, ApiKeyRead
 from tenantplane.apikey.tokens import KEY_ID_PATTERN
 from tenantplane.db.session import SessionDep
-from tenantplane.http.auth import TenantAdmin
 from tenantplane.http.errors import error_responses
 from tenantplane.http.etag import set_etag
 from tenantplane.http.schemas import ItemList
 
 # Checked by the service (400 INVALID_ID); documented here.
 ApiKeyId = Annotated[
-    str, Path(description="API key id", json_schema_extra={"pattern": KEY_ID_PATTERN})
+    str,
+    # The parameter is named `id` on the wire; in code `key_id` (never the builtin).
+    Path(alias="id", description="API key id", json_schema_extra={"pattern": KEY_ID_PATTERN}),
 ]
 
 router = APIRouter(prefix="/tenants/{tenant}/apikeys", tags=["apikeys"])
@@ -35,7 +37,7 @@ async def create_api_key(
     """
     issued = await service.issue(
         session,
-        secret=request.app.state.api_key_secret,
+        keys=request.app.state.keys,
         tenant_id=principal.tenant_id,
         display_name=body.display_name,
         role=body.role,
@@ -46,15 +48,7 @@ async def create_api_key(
     key = issued.key
     set_etag(response, key.resource_version)
     response.headers["Cache-Control"] = "no-store"
-    return ApiKeyCreated(
-        id=key.id,
-        display_name=key.display_name,
-        role=key.role,
-        expires_at=key.expires_at,
-        created_at=key.created_at,
-        created_by=key.created_by,
-        key=issued.raw_key,
-    )
+    return ApiKeyCreated.of(key, issued.raw_key)
 
 
 @router.get("", response_model_exclude_none=True)
@@ -69,21 +63,21 @@ async def list_api_keys(principal: TenantAdmin, session: SessionDep) -> ItemList
 
 @router.get("/{id}", response_model_exclude_none=True, responses=error_responses(404))
 async def get_api_key(
-    principal: TenantAdmin, id: ApiKeyId, session: SessionDep, response: Response
+    principal: TenantAdmin, key_id: ApiKeyId, session: SessionDep, response: Response
 ) -> ApiKeyRead:
     """Read one API key's metadata.
 
     The id begins with `ak-`. Admin.
     """
-    key = await service.get(session, principal.tenant_id, id)
+    key = await service.get(session, principal.tenant_id, key_id)
     set_etag(response, key.resource_version)
     return ApiKeyRead.of(key)
 
 
 @router.delete("/{id}", status_code=status.HTTP_204_NO_CONTENT, responses=error_responses(404))
-async def revoke_api_key(principal: TenantAdmin, id: ApiKeyId, session: SessionDep) -> None:
+async def revoke_api_key(principal: TenantAdmin, key_id: ApiKeyId, session: SessionDep) -> None:
     """Revoke an API key.
 
     The key stops authenticating at once. Admin.
     """
-    await service.revoke(session, principal.tenant_id, id)
+    await service.revoke(session, principal.tenant_id, key_id)

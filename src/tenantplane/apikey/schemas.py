@@ -42,3 +42,15 @@ class ApiKeyCreated(OutputModel):
     created_at: UtcDateTime
     created_by: str
     key: str
+
+    @classmethod
+    def of(cls, key: ApiKey, raw_key: str) -> ApiKeyCreated:
+        return cls(
+            id=key.id,
+            display_name=key.display_name,
+            role=key.role,
+            expires_at=key.expires_at,
+            created_at=key.created_at,
+            created_by=key.created_by,
+            key=raw_key,
+        )

@@ -10,6 +10,7 @@ from tenantplane.apikey.models import ApiKey
 from tenantplane.apikey.repository import ApiKeyRepository
 from tenantplane.apikey.tokens import hash_key, is_key_id, new_key_id, new_raw_key
 from tenantplane.http.errors import NotFound, ValidationFailed
+from tenantplane.keys import KeyRing
 from tenantplane.member.models import Role
 
 
@@ -22,7 +23,7 @@ class IssuedKey:
 async def issue(
     session: AsyncSession,
     *,
-    secret: bytes,
+    keys: KeyRing,
     tenant_id: int,
     display_name: str,
     role: Role,
@@ -32,12 +33,14 @@ async def issue(
     if expires_at is not None and expires_at <= datetime.now(UTC):
         raise ValidationFailed("expiresAt must be in the future", field="expiresAt")
     raw_key = new_raw_key()
+    key_hash, derivation = hash_key(keys, raw_key)
     key = ApiKey(
         id=new_key_id(),
         tenant_id=tenant_id,
         display_name=display_name,
         role=role,
-        key_hash=hash_key(secret, raw_key),
+        key_hash=key_hash,
+        key_derivation=derivation,
         expires_at=expires_at,
         created_at=datetime.now(UTC),
         created_by=created_by,
@@ -67,3 +70,11 @@ async def get(session: AsyncSession, tenant_id: int, key_id: str) -> ApiKey:
 async def revoke(session: AsyncSession, tenant_id: int, key_id: str) -> None:
     if not await ApiKeyRepository.from_session(session).delete(tenant_id, check_key_id(key_id)):
         raise NotFound("API key")
+
+
+async def count_awaiting_rehash(session: AsyncSession, keys: KeyRing) -> int:
+    """Keys hashed under a fallback secret key or before derivation: each is re-hashed when it
+    is next used (the raw key is needed); until then the key it was made with must stay."""
+    return await ApiKeyRepository.from_session(session).count_not_derived_with(
+        keys.current.derivation
+    )

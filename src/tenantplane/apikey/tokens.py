@@ -7,6 +7,8 @@ import hmac
 import secrets
 import string
 
+from tenantplane.keys import LEGACY, KeyRing, Purpose
+
 KEY_PREFIX = "svc_"
 ID_PREFIX = "ak-"
 _BASE62 = string.digits + string.ascii_letters
@@ -49,5 +51,23 @@ def is_key_id(value: str) -> bool:
     )
 
 
-def hash_key(secret: bytes, raw_key: str) -> bytes:
-    return hmac.new(secret, raw_key.encode(), hashlib.sha256).digest()
+def _hmac(key: bytes, raw_key: str) -> bytes:
+    return hmac.new(key, raw_key.encode(), hashlib.sha256).digest()
+
+
+def hash_key(keys: KeyRing, raw_key: str) -> tuple[bytes, str]:
+    """The keyed hash of a raw key under the current secret key, and its derivation."""
+    current = keys.current
+    return _hmac(current.key(Purpose.api_key_hash), raw_key), current.derivation
+
+
+def candidate_hashes(keys: KeyRing, raw_key: str) -> dict[bytes, str]:
+    """Every hash the raw key may be stored under, with the derivation that makes it: the
+    derived key of each secret key of the ring, and (for keys made before derivation) the
+    secret key itself. All are looked up in one query, so that a key made under any of them
+    costs one lookup, and so does a key that matches none."""
+    candidates: dict[bytes, str] = {}
+    for root in keys.all:
+        candidates[_hmac(root.key(Purpose.api_key_hash), raw_key)] = root.derivation
+        candidates[_hmac(root.secret, raw_key)] = LEGACY
+    return candidates

@@ -15,7 +15,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.billing.models import Invoice, InvoicePhase
 from tenantplane.billing.repository import BillingRepository
-from tenantplane.db.base import utcnow
 from tenantplane.providers.payment import ChargeRequest, ProviderTransaction
 from tenantplane.reconcile import LeaseGuard
 
@@ -111,7 +110,7 @@ async def apply_charge(
     transaction = outcome.transaction
     if transaction is None:
         await guard.update(
-            reconcile_at=utcnow() + timedelta(seconds=retry_delay(attempts)),
+            reconcile_at=await guard.now() + timedelta(seconds=retry_delay(attempts)),
             charge_attempts=attempts,
             last_charge_error=outcome.error[:2000],
         )

@@ -2,43 +2,46 @@
 
 from __future__ import annotations
 
-import asyncio
-import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
 
+from tenantplane.alerting.reconciler import AlertingReconciler
 from tenantplane.billing import service
 from tenantplane.billing.context import BillingContext
-from tenantplane.billing.cycle import cancel_tenant, close_ended_periods
+from tenantplane.billing.cycle import close_ended_periods
 from tenantplane.billing.models import Invoice
 from tenantplane.billing.pricing import PricingError
 from tenantplane.billing.reconciler import InvoiceReconciler
 from tenantplane.billing.repository import BillingRepository
 from tenantplane.billing.schemas import money
-from tenantplane.config import Settings
+from tenantplane.cli_support import (
+    EXIT_USAGE,
+    CliError,
+    JsonOption,
+    echo_result,
+    load_settings,
+    run_async,
+)
 from tenantplane.db.base import utcnow
 from tenantplane.db.engine import Database
-from tenantplane.http.errors import ApiError
-from tenantplane.logging import configure_logging
+from tenantplane.providers.alerting.factory import backend_from_settings
 from tenantplane.reconcile import ReconcilerRunner
+from tenantplane.tenant import lifecycle
+from tenantplane.tenant.lifecycle import Cancellation
 
 billing_app = typer.Typer(
     help="Run the billing cycle and link Paddle customers.", no_args_is_help=True
 )
-console = Console()
-errors = Console(stderr=True)
 T = TypeVar("T")
 
 NowOption = Annotated[
     str | None,
     typer.Option("--now", help="Act as of this RFC 3339 instant (default: the current time)."),
 ]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 
 
 def parse_now(value: str | None) -> datetime:
@@ -69,25 +72,28 @@ def _summary(invoice: Invoice) -> dict[str, str]:
 
 
 def _run(work: Callable[[Database, BillingContext], Awaitable[T]]) -> T:
-    settings = Settings()
-    # Logs go to stderr: stdout carries the command's result (one JSON object with --json).
-    configure_logging(settings.log_level, settings.log_json)
+    settings = load_settings()
 
     async def main() -> T:
-        database = Database.connect(settings.database_url)
+        database = Database.from_settings(settings)
         try:
-            return await work(database, BillingContext.from_settings(settings))
+            context = BillingContext.from_settings(settings)
+            try:
+                return await work(database, context)
+            finally:
+                await context.provider.aclose()
         finally:
             await database.dispose()
 
     try:
-        return asyncio.run(main())
-    except ApiError as exc:
-        errors.print(f"[red]error:[/red] {exc.error}")
-        raise typer.Exit(1) from exc
+        return run_async(settings, main())
     except PricingError as exc:
-        errors.print(f"[red]error in the price list:[/red] {exc}")
-        raise typer.Exit(1) from exc
+        # The price list is configuration: a bad file is a bad setting.
+        raise CliError(
+            "INVALID_SETTING",
+            f"TENANTPLANE_PLANS_FILE: the price list is invalid: {exc}",
+            EXIT_USAGE,
+        ) from exc
 
 
 async def _submit_charges(database: Database, context: BillingContext) -> int:
@@ -102,17 +108,15 @@ async def _submit_charges(database: Database, context: BillingContext) -> int:
 def _print(outcome: Outcome, as_json: bool, extra: dict[str, Any] | None = None) -> None:
     document = {"issued": outcome.issued, "chargesAttempted": outcome.charges_attempted}
     document.update(extra or {})
-    if as_json:
-        typer.echo(json.dumps(document))
-        return
-    for invoice in outcome.issued:
-        console.print(
-            f"issued {invoice['name']}: subtotal {invoice['subtotal']} {invoice['currency']}, "
-            f"credits {invoice['creditsApplied']}"
-        )
-    console.print(
+    lines = [
+        f"issued {invoice['name']}: subtotal {invoice['subtotal']} {invoice['currency']}, "
+        f"credits {invoice['creditsApplied']}"
+        for invoice in outcome.issued
+    ]
+    lines.append(
         f"{len(outcome.issued)} invoice(s) issued, {outcome.charges_attempted} charge(s) submitted"
     )
+    echo_result(as_json, document, "\n".join(lines))
 
 
 @billing_app.command("run")
@@ -142,6 +146,7 @@ def billing_link(
     address: Annotated[
         str | None, typer.Option(help="Paddle address id (add_…) used for tax on charges.")
     ] = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Link a tenant to its Paddle customer (and optionally subscription and address)."""
 
@@ -151,27 +156,72 @@ def billing_link(
         return await _submit_charges(database, context)
 
     attempted = _run(work)
-    console.print(f"tenant {tenant} linked to Paddle customer {customer}")
+    text = f"tenant {tenant} linked to Paddle customer {customer}"
     if attempted:
-        console.print(f"{attempted} pending charge(s) submitted")
+        text += f"\n{attempted} pending charge(s) submitted"
+    document = {
+        "tenant": tenant,
+        "customerID": customer,
+        "subscriptionID": subscription,
+        "addressID": address,
+        "chargesAttempted": attempted,
+    }
+    echo_result(as_json, document, text)
 
 
 def tenant_cancel(name: str, now: NowOption = None, as_json: JsonOption = False) -> None:
-    """Cancel a tenant's billing: issue its final invoice (usage since the last invoice)."""
+    """Cancel a tenant: read-only for good, its clusters deleted, its secrets' sync and its
+    alerting configuration withdrawn, and its final invoice issued (usage since the last
+    invoice, up to --now)."""
     instant = parse_now(now)
+    settings = load_settings()
+    try:
+        alerting = backend_from_settings(settings)
+    except ValueError as exc:  # a backend named without its settings
+        raise CliError("INVALID_SETTING", str(exc), EXIT_USAGE) from None
 
-    async def work(database: Database, context: BillingContext) -> tuple[Outcome, str]:
+    async def work(database: Database, context: BillingContext) -> tuple[Outcome, Cancellation]:
         outcome = Outcome()
         async with database.transaction() as session:
-            tenant = await service.tenant_named(session, name)
-            issued = await cancel_tenant(session, context, tenant, instant)
-            outcome.issued = [_summary(invoice) for invoice in issued]
-            final_name = issued[-1].name
+            cancellation = await lifecycle.cancel(
+                session, name, instant, billing=context, alerting=alerting
+            )
+            outcome.issued = [_summary(invoice) for invoice in cancellation.invoices]
         outcome.charges_attempted = await _submit_charges(database, context)
-        return outcome, final_name
+        if cancellation.alerting_withdrawn:
+            # Committed: take the configuration off the backend now rather than wait for a
+            # running reconciler (one that cannot reach it retries).
+            withdrawal = AlertingReconciler(
+                alerting,
+                database,
+                settings.keyring(),
+                backend_timeout_seconds=settings.alerting_backend_timeout_seconds,
+            )
+            await ReconcilerRunner(database, withdrawal).run_once()
+        await alerting.aclose()
+        return outcome, cancellation
 
-    outcome, final_name = _run(work)
-    _print(outcome, as_json, {"final": final_name})
+    outcome, cancellation = _run(work)
+    _print(
+        outcome,
+        as_json,
+        {
+            "final": cancellation.invoices[-1].name,
+            "state": cancellation.tenant.state.value,
+            "clustersDeleted": cancellation.clusters_deleted,
+            "secretsWithdrawn": cancellation.secrets_withdrawn,
+            "alertingWithdrawn": cancellation.alerting_withdrawn,
+        },
+    )
+    if not as_json:
+        alerting_outcome = (
+            "withdrawn" if cancellation.alerting_withdrawn else "not applied anywhere"
+        )
+        typer.echo(
+            f"tenant {name} cancelled: {len(cancellation.clusters_deleted)} cluster(s) being "
+            f"deleted, sync of {len(cancellation.secrets_withdrawn)} secret(s) withdrawn, "
+            f"alerting configuration {alerting_outcome}"
+        )
 
 
 def tenant_credit(
@@ -187,7 +237,8 @@ def tenant_credit(
             return money(await service.grant_credit(session, name, amount, note))
 
     balance = _run(work)
-    if as_json:
-        typer.echo(json.dumps({"tenant": name, "creditBalance": balance}))
-        return
-    console.print(f"tenant {name}: credit balance {balance}")
+    echo_result(
+        as_json,
+        {"tenant": name, "creditBalance": balance},
+        f"tenant {name}: credit balance {balance}",
+    )

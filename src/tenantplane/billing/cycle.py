@@ -73,8 +73,13 @@ async def issue_invoice(
     end: datetime,
     kind: InvoiceKind,
     now: datetime,
-) -> Invoice:
-    """Meter and price [start, end), apply promotional credit and add the Draft invoice."""
+) -> tuple[Invoice, bool]:
+    """Meter and price [start, end), apply promotional credit and add the Draft invoice.
+
+    Idempotent: when the tenant already has an invoice starting at ``start`` (another run
+    closed the period first, even one that committed while this one was metering), that
+    invoice is returned with False and nothing is added; the database decides, not a read
+    made before the write."""
     repository = BillingRepository.from_session(session)
     prices = context.prices.for_plan(tenant.plan.value)
     history = await repository.history_for_period(tenant.id, start, end)
@@ -85,27 +90,40 @@ async def issue_invoice(
     )
     subtotal = priced.subtotal
     balance = await repository.credit_balance(tenant.id)
-    credits = min(max(balance, Decimal(0)), subtotal).quantize(Decimal("0.01"))
-    invoice = Invoice(
-        uid=uuid.uuid4().hex,
-        tenant_id=tenant.id,
-        name=invoice_name(tenant.name, start, kind, await repository.invoice_names(tenant.id)),
-        kind=kind.value,
-        plan=tenant.plan.value,
-        period_start=start,
-        period_end=end,
-        created_at=now,
-        phase=InvoicePhase.draft.value,
-        currency=prices.currency,
-        subtotal=subtotal,
-        credits_applied=credits,
-        tax=Decimal("0.00"),
-        total=subtotal - credits,
-        conditions=[observability_condition(report, now)],
-        # Due for the invoices reconciler at once when a provider can charge it.
-        reconcile_at=utcnow() if context.provider.configured else None,
-        line_items=[
+    credit_applied = min(max(balance, Decimal(0)), subtotal).quantize(Decimal("0.01"))
+    name = invoice_name(tenant.name, start, kind, await repository.invoice_names(tenant.id))
+    invoice_id = await repository.insert_invoice_once(
+        {
+            "uid": uuid.uuid4().hex,
+            "tenant_id": tenant.id,
+            "name": name,
+            "kind": kind.value,
+            "plan": tenant.plan.value,
+            "period_start": start,
+            "period_end": end,
+            "created_at": now,
+            "phase": InvoicePhase.draft.value,
+            "currency": prices.currency,
+            "subtotal": subtotal,
+            "credits_applied": credit_applied,
+            "tax": Decimal("0.00"),
+            "total": subtotal - credit_applied,
+            "conditions": [observability_condition(report, now)],
+            # Due for the invoices reconciler at once when a provider can charge it.
+            "reconcile_at": utcnow() if context.provider.configured else None,
+            "resource_version": 1,
+        }
+    )
+    if invoice_id is None:
+        winner = await repository.invoice_for_period(tenant.id, start)
+        if winner is None:  # the winner was deleted since (its tenant, by cascade)
+            raise Conflict(f"the period of {tenant.name} starting {rfc3339(start)} changed")
+        log.info("period closed by another run", tenant=tenant.name, invoice=winner.name)
+        return winner, False
+    for position, line in enumerate(priced.lines):
+        repository.add(
             InvoiceLineItem(
+                invoice_id=invoice_id,
                 position=position,
                 kind=line.kind,
                 description=line.description,
@@ -115,41 +133,45 @@ async def issue_invoice(
                 unit_price=line.unit_price,
                 amount=line.amount,
             )
-            for position, line in enumerate(priced.lines)
-        ],
-    )
-    repository.add(invoice)
-    await session.flush()
-    if credits:
+        )
+    if credit_applied:
         repository.add(
             CreditEntry(
                 tenant_id=tenant.id,
-                amount=-credits,
-                invoice_id=invoice.id,
-                note=f"applied to {invoice.name}",
+                amount=-credit_applied,
+                invoice_id=invoice_id,
+                note=f"applied to {name}",
                 created_at=now,
             )
         )
-        await session.flush()
+    await session.flush()
+    invoice = await repository.invoice_by_id(invoice_id)
+    assert invoice is not None
     if context.provider.configured:
         wake_after_commit(session, INVOICES_RECONCILER)
-    log.info("invoice issued", tenant=tenant.name, invoice=invoice.name, subtotal=str(subtotal))
-    return invoice
+    log.info("invoice issued", tenant=tenant.name, invoice=name, subtotal=str(subtotal))
+    return invoice, True
 
 
 async def close_tenant_periods(
     session: AsyncSession, context: BillingContext, tenant: Tenant, now: datetime
 ) -> list[Invoice]:
+    """Issue the tenant's ended periods; returns the invoices this call created (periods
+    another run closed meanwhile are skipped, and the next one starts where theirs ended)."""
     repository = BillingRepository.from_session(session)
     if await repository.has_final_invoice(tenant.id):
         return []
     start = await repository.last_period_end(tenant.id) or tenant.created_at
     issued = []
     while (end := month_end(start)) <= now:
-        issued.append(
-            await issue_invoice(session, context, tenant, start, end, InvoiceKind.regular, now)
+        invoice, created = await issue_invoice(
+            session, context, tenant, start, end, InvoiceKind.regular, now
         )
-        start = end
+        if created:
+            issued.append(invoice)
+        if invoice.kind == InvoiceKind.final.value:  # cancelled meanwhile: billing ends
+            break
+        start = invoice.period_end
     return issued
 
 
@@ -179,7 +201,13 @@ async def cancel_tenant(
         raise Conflict(f"tenant {tenant.name} is already cancelled", code="TENANT_CANCELLED")
     issued = await close_tenant_periods(session, context, tenant, now)
     start = await repository.last_period_end(tenant.id) or tenant.created_at
-    final = await issue_invoice(
-        session, context, tenant, start, max(start, now), InvoiceKind.final, now
-    )
-    return [*issued, final]
+    while True:
+        invoice, created = await issue_invoice(
+            session, context, tenant, start, max(start, now), InvoiceKind.final, now
+        )
+        if created:
+            issued.append(invoice)
+        if invoice.kind == InvoiceKind.final.value:
+            return issued
+        # A billing run closed the period that ended meanwhile: the final one follows it.
+        start = invoice.period_end

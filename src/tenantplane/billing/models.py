@@ -70,7 +70,13 @@ class Invoice(Versioned, Leased, Base):
     """One closed billing period of a tenant. The invoices reconciler charges Draft ones."""
 
     __tablename__ = "invoices"
-    __table_args__ = (UniqueConstraint("tenant_id", "name"),)
+    # One invoice per tenant and period, guaranteed by the database: two overlapping billing
+    # runs (or a run and the cycle reconciler) both try to insert, and one insert wins.
+    # Periods of a tenant never share a start (each starts where the previous one ended).
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "name"),
+        UniqueConstraint("tenant_id", "period_start"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     # Our identity of the invoice at the provider (custom_data), never reused.

@@ -122,15 +122,26 @@ class CycleReconciler(Reconciler[datetime, None]):
             wake_after_commit(session, INVOICES_RECONCILER)
 
 
+def shared_billing(context: ReconcileContext) -> BillingContext:
+    """One billing context (one provider, one connection pool) for the process's reconcilers."""
+
+    def build() -> BillingContext:
+        billing = BillingContext.from_settings(context.settings)
+        context.close_on_stop(billing.provider.aclose)
+        return billing
+
+    return context.shared("billing", build)
+
+
 def build_invoice_reconciler(context: ReconcileContext) -> Reconciler[Any, Any] | None:
-    billing = BillingContext.from_settings(context.settings)
+    billing = shared_billing(context)
     return InvoiceReconciler(billing) if billing.provider.configured else None
 
 
 def build_event_reconciler(context: ReconcileContext) -> Reconciler[Any, Any] | None:
-    billing = BillingContext.from_settings(context.settings)
+    billing = shared_billing(context)
     return EventReconciler(billing) if billing.provider.accepts_webhooks else None
 
 
 def build_cycle_reconciler(context: ReconcileContext) -> Reconciler[Any, Any] | None:
-    return CycleReconciler(BillingContext.from_settings(context.settings))
+    return CycleReconciler(shared_billing(context))

@@ -54,6 +54,25 @@ class BillingRepository:
     async def invoice_by_id(self, invoice_id: int) -> Invoice | None:
         return await self.session.get(Invoice, invoice_id)
 
+    async def insert_invoice_once(self, values: dict[str, Any]) -> int | None:
+        """Insert an invoice row unless its tenant already has one for the period (same
+        start); the new id, or None when another run's invoice got there first. Concurrent
+        inserts of one period wait for each other in the unique index, so exactly one wins."""
+        dialect = self.session.get_bind().dialect.name
+        builder = pg_insert if dialect == "postgresql" else sqlite_insert
+        statement = (
+            builder(Invoice)
+            .values(**values)
+            .on_conflict_do_nothing(index_elements=[Invoice.tenant_id, Invoice.period_start])
+            .returning(Invoice.id)
+        )
+        inserted: int | None = (await self.session.execute(statement)).scalar_one_or_none()
+        return inserted
+
+    async def invoice_for_period(self, tenant_id: int, start: datetime) -> Invoice | None:
+        statement = self._tenant_invoices(tenant_id).where(Invoice.period_start == start)
+        return (await self.session.execute(statement)).scalar_one_or_none()
+
     async def invoice_names(self, tenant_id: int) -> set[str]:
         statement = select(Invoice.name).where(Invoice.tenant_id == tenant_id)
         return set((await self.session.execute(statement)).scalars())
@@ -145,6 +164,22 @@ class BillingRepository:
 
     async def tenant(self, tenant_id: int) -> Tenant | None:
         return await self.session.get(Tenant, tenant_id)
+
+    async def tenant_for_subscription(self, subscription_id: str, customer_id: str) -> str | None:
+        """The name of the tenant a provider subscription belongs to: the profile linking
+        that subscription, else the one linking its customer without any subscription."""
+        linked = select(Tenant.name).join(BillingProfile, BillingProfile.tenant_id == Tenant.id)
+        if subscription_id:
+            statement = linked.where(BillingProfile.subscription_id == subscription_id)
+            name = (await self.session.execute(statement)).scalar_one_or_none()
+            if name is not None:
+                return name
+        if not customer_id:
+            return None
+        statement = linked.where(
+            BillingProfile.customer_id == customer_id, BillingProfile.subscription_id.is_(None)
+        )
+        return (await self.session.execute(statement.limit(1))).scalar_one_or_none()
 
     async def profile(self, tenant_id: int) -> BillingProfile | None:
         return await self.session.get(BillingProfile, tenant_id)

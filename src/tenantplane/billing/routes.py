@@ -2,12 +2,12 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
+from tenantplane.access import AnyCaller, Public, TenantAdminInAnyState, TenantMember
 from tenantplane.billing import service, webhooks
 from tenantplane.billing.context import BillingContext
 from tenantplane.billing.schemas import InvoiceRead, PlanRead, PortalSessionRead, ReceiptLink
 from tenantplane.catalogue.plans import load_plans
 from tenantplane.db.session import SessionDep
-from tenantplane.http.auth import AnyCaller, Public, TenantAdmin, TenantMember
 from tenantplane.http.errors import error_responses
 from tenantplane.http.etag import set_etag
 from tenantplane.http.schemas import ItemList
@@ -74,11 +74,13 @@ async def get_receipt(
     responses=error_responses(409, 502),
 )
 async def create_portal_session(
-    principal: TenantAdmin, session: SessionDep, request: Request, response: Response
+    principal: TenantAdminInAnyState, session: SessionDep, request: Request, response: Response
 ) -> PortalSessionRead:
     """Create a payment-portal session.
 
     Fresh, short-lived URLs of the provider's portal, for instance to fix the card on file. Admin.
+    Open to suspended and cancelled tenants too: it changes nothing here, and it is how an
+    overdue invoice gets paid.
     """
     provider = billing_context(request).provider
     portal = await service.portal_session(session, provider, principal.tenant_id)

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Literal
 
 import typer
 from sqlalchemy import update
 
-from tenantplane.cli_support import EXIT_USAGE, CliError, load_settings, run_async
+from tenantplane.cli_support import (
+    EXIT_USAGE,
+    CliError,
+    JsonOption,
+    echo_result,
+    load_settings,
+    run_async,
+)
 from tenantplane.cluster.models import Cluster
 from tenantplane.cluster.repository import ClusterRepository
-from tenantplane.db.base import utcnow
+from tenantplane.db.base import rfc3339, utcnow
 from tenantplane.db.engine import Database
 from tenantplane.providers.orchestrator import Observation
 from tenantplane.providers.orchestrator.simulator import (
@@ -36,10 +42,7 @@ def _camel(name: str) -> str:
 
 def _json_value(value: object) -> object:
     # As the API writes them: RFC 3339 in UTC with Z.
-    if isinstance(value, datetime):
-        aware = value if value.tzinfo else value.replace(tzinfo=UTC)
-        return aware.astimezone(UTC).isoformat().replace("+00:00", "Z")
-    return value
+    return rfc3339(value) if isinstance(value, datetime) else value
 
 
 async def _cluster_uid(database: Database, tenant: str, name: str) -> str:
@@ -58,13 +61,35 @@ async def _nudge(database: Database, uid: str) -> None:
         )
 
 
+def _observation_json(observation: Observation) -> dict[str, object]:
+    return {
+        "stage": observation.stage,
+        "controlPlane": asdict(observation.control_plane),
+        "etcd": asdict(observation.etcd),
+        "message": observation.message,
+    }
+
+
+def _observation_text(tenant: str, name: str, observation: Observation) -> str:
+    control_plane, etcd = observation.control_plane, observation.etcd
+    return (
+        f"cluster {name} of tenant {tenant}: stage {observation.stage}, control plane "
+        f"{control_plane.ready}/{control_plane.desired} ready, etcd {etcd.ready}/{etcd.desired} "
+        "ready" + (f" ({observation.message})" if observation.message else "")
+    )
+
+
 def _run(
-    tenant: str, name: str, action: Literal["fail", "recover", "show"], **options: object
+    tenant: str,
+    name: str,
+    action: Literal["fail", "recover", "show"],
+    as_json: bool,
+    **options: object,
 ) -> None:
     settings = load_settings()
 
     async def work() -> Observation | dict[str, object]:
-        database = Database.connect(settings.database_url)
+        database = Database.from_settings(settings)
         try:
             uid = await _cluster_uid(database, tenant, name)
             simulator = SimulatorOrchestrator(database, settings.simulator_step_seconds)
@@ -99,15 +124,9 @@ def _run(
             "NOT_PROVISIONED", "the simulator has no running deployment of this cluster"
         ) from exc
     if isinstance(result, Observation):
-        summary = {
-            "stage": result.stage,
-            "controlPlane": asdict(result.control_plane),
-            "etcd": asdict(result.etcd),
-            "message": result.message,
-        }
-        typer.echo(json.dumps(summary))
+        echo_result(as_json, _observation_json(result), _observation_text(tenant, name, result))
     else:
-        typer.echo(json.dumps(result))
+        echo_result(as_json, result, "\n".join(f"{key}: {value}" for key, value in result.items()))
 
 
 @simulator_app.command("fail-replica")
@@ -116,20 +135,21 @@ def fail_replica(
     cluster: str,
     component: ComponentOption = "control-plane",
     count: Annotated[int, typer.Option(min=1, max=3, help="How many replicas fail.")] = 1,
+    as_json: JsonOption = False,
 ) -> None:
     """Make replicas of a cluster unready (they stay down until `recover`)."""
     if component not in ("control-plane", "etcd"):
         raise CliError("USAGE", "--component must be control-plane or etcd", EXIT_USAGE)
-    _run(tenant, cluster, "fail", component=component, count=count)
+    _run(tenant, cluster, "fail", as_json, component=component, count=count)
 
 
 @simulator_app.command("recover")
-def recover(tenant: str, cluster: str) -> None:
+def recover(tenant: str, cluster: str, as_json: JsonOption = False) -> None:
     """Restart failed replicas; they become Ready again one per simulator step."""
-    _run(tenant, cluster, "recover")
+    _run(tenant, cluster, "recover", as_json)
 
 
 @simulator_app.command("show")
-def show(tenant: str, cluster: str) -> None:
+def show(tenant: str, cluster: str, as_json: JsonOption = False) -> None:
     """Print the simulated deployment's state (replicas, stage, operation counters)."""
-    _run(tenant, cluster, "show")
+    _run(tenant, cluster, "show", as_json)

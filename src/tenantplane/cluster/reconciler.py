@@ -20,7 +20,6 @@ from tenantplane.catalogue.versions import VersionCatalogue, load_versions
 from tenantplane.cluster.models import Cluster, ClusterEvent, ClusterHistory, ClusterPhase
 from tenantplane.cluster.repository import ClusterRepository
 from tenantplane.cluster.status import observed_status
-from tenantplane.db.base import utcnow
 from tenantplane.providers.orchestrator import ClusterSpec, Observation, Orchestrator, Stage
 from tenantplane.reconcile.lease import LeaseGuard
 from tenantplane.reconcile.registry import ReconcileContext
@@ -99,7 +98,7 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
         cluster = await repository.get_leased(snapshot.cluster_id, guard.lease.token)
         if cluster is None:
             return  # the lease was lost: another worker owns this cluster now
-        now = utcnow()
+        now = await guard.now()  # the database's clock: Running, haEnabledAt, history
         if snapshot.deleting and outcome.stage == Stage.gone:
             if await guard.delete():
                 repository.record(
@@ -112,8 +111,7 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
         status = observed_status(cluster, outcome, now)
         status["observed_generation"] = snapshot.generation  # shown in status: moves the ETag
         changes = {key: value for key, value in status.items() if getattr(cluster, key) != value}
-        leased_at = guard.lease.expires_at - timedelta(seconds=self.lease_seconds)
-        nudged = cluster.reconcile_at is not None and cluster.reconcile_at > leased_at
+        nudged = cluster.reconcile_at is not None and cluster.reconcile_at > guard.lease.leased_at
         if cluster.generation != snapshot.generation or nudged:
             next_at = now  # the spec changed, or someone asked for a look, while we were away
         elif outcome.settled and not cluster.is_terminating:

@@ -36,8 +36,10 @@ class ClusterRepository:
         """Every tenant-facing query starts here: the tenant scope lives in one place."""
         return select(Cluster).where(Cluster.tenant_id == tenant_id)
 
-    async def list(self, tenant_id: int) -> Sequence[Cluster]:
+    async def list(self, tenant_id: int, *, for_update: bool = False) -> Sequence[Cluster]:
         statement = self._readable(tenant_id).order_by(Cluster.created_at, Cluster.id)
+        if for_update and self._locks_rows:
+            statement = statement.with_for_update()
         return (await self.session.execute(statement)).scalars().all()
 
     async def get(self, tenant_id: int, name: str, *, for_update: bool = False) -> Cluster | None:

@@ -5,6 +5,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response, status
 
+from tenantplane.access import AnyCaller, TenantAdmin, TenantMember
 from tenantplane.catalogue.plans import load_plans
 from tenantplane.catalogue.versions import load_versions
 from tenantplane.cluster import service
@@ -18,7 +19,6 @@ from tenantplane.cluster.schemas import (
 )
 from tenantplane.config import Settings
 from tenantplane.db.session import SessionDep
-from tenantplane.http.auth import AnyCaller, TenantAdmin, TenantMember
 from tenantplane.http.errors import error_responses
 from tenantplane.http.etag import IfMatch, set_etag
 from tenantplane.http.names import path_name, resource_name_path

@@ -58,7 +58,9 @@ class ClusterUpdate(InputModel):
     alerts: dict[str, Any] | None = None
 
 
-class Warning(OutputModel):
+class ApiWarning(OutputModel):
+    """An advisory in a response; the shape of a structured error."""
+
     code: str
     field: str
     message: str
@@ -101,10 +103,10 @@ class ClusterRead(OutputModel):
     created_at: UtcDateTime
     resource_version: str
     status: ClusterStatusRead
-    warnings: list[Warning] = Field(default_factory=list)
+    warnings: list[ApiWarning] = Field(default_factory=list)
 
     @classmethod
-    def of(cls, cluster: Cluster, warnings: list[Warning] | None = None) -> ClusterRead:
+    def of(cls, cluster: Cluster, warnings: list[ApiWarning] | None = None) -> ClusterRead:
         desired = 3 if cluster.high_availability else 0
         return cls(
             name=cluster.name,

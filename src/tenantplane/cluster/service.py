@@ -25,11 +25,11 @@ from tenantplane.cluster.quantity import BYTE_UNIT, CPU_UNIT, positive_amount
 from tenantplane.cluster.reconciler import CLUSTERS
 from tenantplane.cluster.repository import ClusterRepository, Usage
 from tenantplane.cluster.schemas import (
+    ApiWarning,
     ClusterCreate,
     ClusterUpdate,
     ConnectionDetails,
     ResourcesInput,
-    Warning,
 )
 from tenantplane.cluster.status import upgrade_requested
 from tenantplane.db.base import utcnow
@@ -95,10 +95,10 @@ def resolve_version(requested: str | None, versions: VersionCatalogue) -> str:
 
 def create_warnings(
     high_availability: bool, version: str, versions: VersionCatalogue
-) -> list[Warning]:
+) -> list[ApiWarning]:
     if high_availability and version == versions.oldest.version:
         return [
-            Warning(
+            ApiWarning(
                 code="HA_K8S_VERSION_RETIRING",
                 field="version",
                 message=(
@@ -192,7 +192,7 @@ def check_upgrade(cluster: Cluster, target: str, versions: VersionCatalogue) -> 
 
 async def create(
     session: AsyncSession, tenant_id: int, body: ClusterCreate, catalogues: Catalogues
-) -> tuple[Cluster, list[Warning]]:
+) -> tuple[Cluster, list[ApiWarning]]:
     check_type(body.type)
     version = resolve_version(body.version, catalogues.versions)
     warnings = create_warnings(body.high_availability, version, catalogues.versions)
@@ -359,6 +359,29 @@ async def delete(session: AsyncSession, tenant_id: int, name: str, if_match: str
     check_if_match(if_match, cluster.resource_version)
     if cluster.is_terminating:
         return cluster
+    await _request_deletion(session, repository, cluster)
+    await secret_service.clusters_changed(session, tenant_id, [cluster.name])
+    return cluster
+
+
+async def delete_all(session: AsyncSession, tenant_id: int) -> list[str]:
+    """Request the deletion of every cluster of a tenant (a cancelled tenant's); returns the
+    names of those not already being deleted."""
+    repository = ClusterRepository.from_session(session)
+    requested = []
+    for cluster in await repository.list(tenant_id, for_update=True):
+        if not cluster.is_terminating:
+            await _request_deletion(session, repository, cluster)
+            requested.append(cluster.name)
+    if requested:
+        await secret_service.clusters_changed(session, tenant_id, requested)
+    return requested
+
+
+async def _request_deletion(
+    session: AsyncSession, repository: ClusterRepository, cluster: Cluster
+) -> None:
+    """Terminating from now on (no longer metered); the reconciler tears it down."""
     now = utcnow()
     cluster.deletion_requested_at = now
     cluster.phase = ClusterPhase.terminating.value
@@ -367,8 +390,6 @@ async def delete(session: AsyncSession, tenant_id: int, name: str, if_match: str
     await session.flush()
     repository.record(ClusterHistory.snapshot(cluster, ClusterEvent.phase_changed, now))
     wake_after_commit(session, CLUSTERS)
-    await secret_service.clusters_changed(session, tenant_id, [cluster.name])
-    return cluster
 
 
 def connection_details(cluster: Cluster, retry_after: int) -> ConnectionDetails:

@@ -1,12 +1,22 @@
-"""Engine and session factory for SQLite (embedded default) and PostgreSQL."""
+"""Engine and session factory for SQLite (embedded default) and PostgreSQL.
+
+Connections are a budget (docs/operations.md): each process's pool holds at most
+``pool_size + max_overflow`` of them, and a request that cannot get one within
+``pool_timeout`` fails (503 ``DATABASE_UNAVAILABLE``) instead of queueing without end.
+PostgreSQL sessions carry ``lock_timeout``, ``statement_timeout`` and
+``idle_in_transaction_session_timeout``, so no session waits behind, or holds, a lock for
+long: a frozen process's transaction is ended by the server, and a write queued behind a
+lock fails fast (503 ``DATABASE_BUSY``) rather than being committed after its client left.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
@@ -18,6 +28,44 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from tenantplane.db.urls import normalise_database_url
+from tenantplane.files import create_private
+
+if TYPE_CHECKING:
+    from tenantplane.config import Settings
+
+
+@dataclass(frozen=True)
+class DatabaseOptions:
+    """The connection budget and session timeouts (TENANTPLANE_DB_* settings); 0 = off."""
+
+    pool_size: int = 8
+    max_overflow: int = 4
+    pool_timeout_seconds: float = 5.0
+    lock_timeout_seconds: float = 5.0
+    statement_timeout_seconds: float = 30.0
+    idle_in_transaction_timeout_seconds: float = 30.0
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> DatabaseOptions:
+        return cls(
+            pool_size=settings.db_pool_size,
+            max_overflow=settings.db_max_overflow,
+            pool_timeout_seconds=settings.db_pool_timeout_seconds,
+            lock_timeout_seconds=settings.db_lock_timeout_seconds,
+            statement_timeout_seconds=settings.db_statement_timeout_seconds,
+            idle_in_transaction_timeout_seconds=settings.db_idle_in_transaction_timeout_seconds,
+        )
+
+    def postgres_session_options(self) -> str:
+        """libpq ``options``: the timeouts, set on every pooled connection as it opens."""
+        timeouts = {
+            "lock_timeout": self.lock_timeout_seconds,
+            "statement_timeout": self.statement_timeout_seconds,
+            "idle_in_transaction_session_timeout": self.idle_in_transaction_timeout_seconds,
+        }
+        return " ".join(
+            f"-c {name}={math.ceil(seconds * 1000)}ms" for name, seconds in timeouts.items()
+        )
 
 
 def _sqlite_connect_hooks(engine: AsyncEngine) -> None:
@@ -41,17 +89,33 @@ def _sqlite_connect_hooks(engine: AsyncEngine) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
-def make_engine(url: str) -> AsyncEngine:
+def make_engine(url: str, settings: DatabaseOptions | None = None) -> AsyncEngine:
+    settings = settings or DatabaseOptions()
     url = normalise_database_url(url)
     parsed = make_url(url)
+    pooled: dict[str, Any] = {
+        "pool_size": settings.pool_size,
+        "max_overflow": settings.max_overflow,
+        "pool_timeout": settings.pool_timeout_seconds,
+    }
     options: dict[str, Any] = {}
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database
         if database and database != ":memory:":
-            Path(database).parent.mkdir(parents=True, exist_ok=True)
+            # Owner-only from the start; SQLite gives its -wal and -shm files the same mode.
+            create_private(Path(database))
+            options.update(pooled)
         options["connect_args"] = {"timeout": 30}
     else:
-        options.update(pool_size=10, max_overflow=20, pool_pre_ping=True)
+        options.update(
+            pooled,
+            pool_pre_ping=True,
+            connect_args={
+                "options": settings.postgres_session_options(),
+                # An unreachable server fails within the pool timeout too (libpq: >= 2 s).
+                "connect_timeout": max(2, math.ceil(settings.pool_timeout_seconds)),
+            },
+        )
     engine = create_async_engine(url, **options)
     if parsed.get_backend_name() == "sqlite":
         _sqlite_connect_hooks(engine)
@@ -64,9 +128,13 @@ class Database:
     sessionmaker: async_sessionmaker[AsyncSession]
 
     @classmethod
-    def connect(cls, url: str) -> Database:
-        engine = make_engine(url)
+    def connect(cls, url: str, options: DatabaseOptions | None = None) -> Database:
+        engine = make_engine(url, options)
         return cls(engine, async_sessionmaker(engine, expire_on_commit=False))
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Database:
+        return cls.connect(settings.database_url, DatabaseOptions.from_settings(settings))
 
     @property
     def is_sqlite(self) -> bool:

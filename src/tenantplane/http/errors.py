@@ -10,9 +10,12 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import compile_path
 
+from tenantplane.db.errors import DatabaseTrouble, classify
 from tenantplane.http.request_id import REQUEST_ID_HEADER, request_id_of
 from tenantplane.http.route_index import api_routes
 
@@ -140,6 +143,26 @@ class ServiceUnavailable(ApiError):
         super().__init__(503, error, code=code, headers={"Retry-After": str(seconds)})
 
 
+# Seconds a client waits before retrying: a lock is usually released within one; a lost
+# database or an exhausted pool needs longer.
+DATABASE_BUSY_RETRY_SECONDS = 1
+DATABASE_UNAVAILABLE_RETRY_SECONDS = 5
+
+
+def database_error(trouble: DatabaseTrouble) -> ServiceUnavailable:
+    if trouble is DatabaseTrouble.busy:
+        return ServiceUnavailable(
+            "the database is busy with a conflicting change; nothing was changed, retry",
+            code="DATABASE_BUSY",
+            retry_after=DATABASE_BUSY_RETRY_SECONDS,
+        )
+    return ServiceUnavailable(
+        "the database is not available right now; nothing was changed, retry later",
+        code="DATABASE_UNAVAILABLE",
+        retry_after=DATABASE_UNAVAILABLE_RETRY_SECONDS,
+    )
+
+
 def field_path(loc: Sequence[int | str]) -> str:
     """Render a pydantic error location as ``sync[0].cluster``."""
     path = ""
@@ -216,15 +239,28 @@ def install_error_handlers(app: FastAPI) -> None:
             headers["Allow"] = allowed_methods(request)
         return ApiError(exc.status_code, error, code=code, headers=headers).response()
 
+    async def on_database_error(request: Request, exc: Exception) -> JSONResponse:
+        trouble = classify(exc)
+        if trouble is None:
+            raise exc  # a real failure: the 500 handler below answers and logs it
+        # Transient: the request's transaction was rolled back; a retry may well succeed.
+        log.warning(f"database {trouble.value}", error=str(exc).splitlines()[0])
+        return database_error(trouble).response()
+
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
-        # Runs in Starlette's outermost middleware: the request-id middleware never sees
-        # this response, so the header is set here.
+        # Runs in Starlette's outermost middleware: the request-id and security-header
+        # middlewares never see this response, so their headers are set here.
         log.error("unhandled error", exc_info=exc)
         response = ApiError(500, "internal server error", code="INTERNAL").response()
         response.headers[REQUEST_ID_HEADER] = request_id_of(request.scope)
+        response.headers["Cache-Control"] = "no-store"
+        for name, value in getattr(request.app.state, "security_headers", {}).items():
+            response.headers[name] = value
         return response
 
     app.add_exception_handler(ApiError, on_api_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(StarletteHTTPException, on_http_error)
+    app.add_exception_handler(DBAPIError, on_database_error)
+    app.add_exception_handler(PoolTimeout, on_database_error)
     app.add_exception_handler(Exception, on_unexpected)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import inspect
 import json
 import re
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,7 +18,7 @@ from fastapi.dependencies.models import Dependant
 from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 
-from tenantplane.http.auth import Access, access_level_of
+from tenantplane.http.access import Access, access_level_of
 from tenantplane.http.errors import STATUS_DESCRIPTIONS, ErrorEnvelope
 from tenantplane.http.route_index import api_routes
 
@@ -206,21 +205,3 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
 def render(document: dict[str, Any]) -> str:
     """The committed form of the document (docs/openapi.json): stable key order."""
     return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-
-
-def main() -> None:
-    """`make openapi`: print the document the app serves (no database is touched)."""
-    from pydantic import SecretStr
-
-    from tenantplane.app import create_app  # the app imports this module
-    from tenantplane.config import Settings
-
-    # Neither value reaches the document; both keep this from reading the environment.
-    settings = Settings(
-        _env_file=None, database_url="sqlite+aiosqlite:///:memory:", secret_key=SecretStr("unused")
-    )
-    sys.stdout.write(render(create_app(settings).openapi()))
-
-
-if __name__ == "__main__":
-    main()

@@ -1,27 +1,42 @@
 """Per-IP rate limiting with the `limits` library, plus backoff after authentication failures.
 
+Backoff refuses failing attempts only: while an address is in backoff, a request whose
+credential verifies is served, and one that would have been a 401 is answered 429
+AUTH_BACKOFF instead (and counted), so clients sharing an address with a guesser (a NAT) keep
+working. Webhooks (``/api/v1/webhooks/``) are authenticated by their signature: they have a
+budget of their own and are outside the backoff both ways (docs/security.md).
+
 State lives in memory by default and in Redis when TENANTPLANE_REDIS_URL is set, so every
 API replica shares one budget per client IP. Client IPs come from the ASGI scope, which
 uvicorn's ProxyHeadersMiddleware has rewritten from X-Forwarded-For only for peers in
-TENANTPLANE_TRUSTED_PROXIES.
+TENANTPLANE_TRUSTED_PROXIES. When the store cannot be reached, TENANTPLANE_REDIS_FAILURE_POLICY
+decides each request (http/ratelimit_store.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import structlog
 from limits import RateLimitItem, RateLimitItemPerSecond, parse
 from limits.aio.storage import Storage
 from limits.aio.strategies import MovingWindowRateLimiter
 from limits.storage import storage_from_string
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tenantplane.config import Settings
 from tenantplane.http.asgi import StatusRecorder
 from tenantplane.http.errors import ApiError
+from tenantplane.http.ratelimit_store import (
+    RETRY_AFTER_SECONDS,
+    StoreGuard,
+    StoreUnavailable,
+    redis_options,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -31,6 +46,7 @@ class Verdict:
     allowed: bool
     retry_after: int = 0
     code: str = ""
+    status: int = 429
 
 
 def _storage_uri(redis_url: str | None) -> str:
@@ -42,26 +58,36 @@ def _storage_uri(redis_url: str | None) -> str:
 
 class RateLimiter:
     def __init__(self, settings: Settings, key_prefix: str = "tenantplane") -> None:
-        options: dict[str, str] = {}
+        options: dict[str, Any] = {}
         if settings.redis_url:
-            options = {"implementation": "redispy", "key_prefix": key_prefix}
+            options = {
+                "implementation": "redispy",
+                "key_prefix": key_prefix,
+                **redis_options(settings),
+            }
         storage = storage_from_string(_storage_uri(settings.redis_url), **options)
         assert isinstance(storage, Storage)
         self.storage = storage
         self.limiter = MovingWindowRateLimiter(self.storage)
         self.item: RateLimitItem = parse(settings.rate_limit)
+        self.webhook_item: RateLimitItem = parse(settings.webhook_rate_limit)
         # Its amount is never reached: only the count within the window matters.
         self.failures = RateLimitItemPerSecond(10_000, settings.auth_failure_window_seconds)
         self.settings = settings
         self.prefix = key_prefix
 
     async def check(self, ip: str) -> Verdict:
-        blocked_for = await self._backoff_remaining(ip)
-        if blocked_for > 0:
-            return Verdict(False, blocked_for, "AUTH_BACKOFF")
-        if await self.limiter.hit(self.item, ip):
+        """The API budget of ``ip`` (the backoff is ``backoff_remaining``)."""
+        return await self._hit(self.item, ip)
+
+    async def check_webhook(self, ip: str) -> Verdict:
+        """The webhook budget of ``ip``, separate from the API's."""
+        return await self._hit(self.webhook_item, "webhook", ip)
+
+    async def _hit(self, item: RateLimitItem, *identifiers: str) -> Verdict:
+        if await self.limiter.hit(item, *identifiers):
             return Verdict(True)
-        stats = await self.limiter.get_window_stats(self.item, ip)
+        stats = await self.limiter.get_window_stats(item, *identifiers)
         return Verdict(False, max(1, math.ceil(stats.reset_time - time.time())), "RATE_LIMITED")
 
     async def record_auth_failure(self, ip: str) -> None:
@@ -80,7 +106,8 @@ class RateLimiter:
         )
         await self.storage.incr(self._key("authblock", ip), backoff)
 
-    async def _backoff_remaining(self, ip: str) -> int:
+    async def backoff_remaining(self, ip: str) -> int:
+        """Seconds ``ip`` stays in backoff (0: not in backoff)."""
         key = self._key("authblock", ip)
         if await self.storage.get(key) <= 0:
             return 0
@@ -94,13 +121,56 @@ class RateLimiter:
         await self.storage.reset()
 
 
-class RateLimitMiddleware:
-    """Applies the per-IP budget to API routes and records 401 answers as auth failures."""
+def _refusal(verdict: Verdict) -> ApiError:
+    return ApiError(
+        verdict.status,
+        MESSAGES[verdict.code],
+        code=verdict.code,
+        headers={"Retry-After": str(verdict.retry_after)},
+    )
 
-    def __init__(self, app: ASGIApp, limiter: RateLimiter, prefixes: tuple[str, ...]) -> None:
+
+class BackoffGate:
+    """A `send` for a request from an address in backoff: a 401 answer (the credential did
+    not verify) is replaced by 429 AUTH_BACKOFF; any other answer passes unchanged."""
+
+    def __init__(self, scope: Scope, receive: Receive, send: Send, retry_after: int) -> None:
+        self.scope, self.receive, self.send = scope, receive, send
+        self.refusal = _refusal(Verdict(False, retry_after, "AUTH_BACKOFF"))
+        self.status = 0
+        self.replaced = False
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.status = message["status"]
+            if self.status == 401:
+                self.replaced = True
+                await self.refusal.response()(self.scope, self.receive, self.send)
+                return
+        if not self.replaced:
+            await self.send(message)
+
+
+class RateLimitMiddleware:
+    """Applies the per-IP budget to API routes and records 401 answers as auth failures;
+    webhook routes get their own budget and no backoff.
+
+    Every store call goes through ``guard``: while the store is unreachable, the failure
+    policy decides the request instead of the budget."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        limiter: RateLimiter,
+        guard: StoreGuard,
+        prefixes: tuple[str, ...],
+        webhook_prefixes: tuple[str, ...] = (),
+    ) -> None:
         self.app = app
         self.limiter = limiter
+        self.guard = guard
         self.prefixes = prefixes
+        self.webhook_prefixes = webhook_prefixes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not scope["path"].startswith(self.prefixes):
@@ -108,33 +178,70 @@ class RateLimitMiddleware:
             return
         client = scope.get("client")
         ip = client[0] if client else "unknown"
+        if scope["path"].startswith(self.webhook_prefixes):
+            await self._webhook(ip, scope, receive, send)
+            return
         verdict = await self._check(ip)
         if not verdict.allowed:
-            error = ApiError(
-                429,
-                "too many requests; retry after the number of seconds in Retry-After",
-                code=verdict.code,
-                headers={"Retry-After": str(verdict.retry_after)},
-            )
-            await error.response()(scope, receive, send)
+            await _refusal(verdict).response()(scope, receive, send)
             return
-        recorder = StatusRecorder(send, default=0)
+        blocked_for = await self._backoff_remaining(ip)
+        gate: BackoffGate | StatusRecorder
+        if blocked_for > 0:
+            gate = BackoffGate(scope, receive, send, blocked_for)
+        else:
+            gate = StatusRecorder(send, default=0)
         try:
-            await self.app(scope, receive, recorder)
+            await self.app(scope, receive, gate)
         finally:
-            if recorder.status == 401:
+            if gate.status == 401:
                 await self._record_failure(ip)
+
+    async def _webhook(self, ip: str, scope: Scope, receive: Receive, send: Send) -> None:
+        """Its own budget; a bad signature is not a guessed API key: it neither counts as an
+        authentication failure nor is refused by the address's backoff."""
+        verdict = await self._check_webhook(ip)
+        if not verdict.allowed:
+            await _refusal(verdict).response()(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
     async def _check(self, ip: str) -> Verdict:
         try:
-            return await self.limiter.check(ip)
-        except Exception:
-            # Availability over limiting: a rate-limit store outage must not take the API down.
-            log.exception("rate limit storage unavailable; allowing request")
+            return await self.guard.call(lambda: self.limiter.check(ip))
+        except StoreUnavailable:
+            return self._policy_verdict()
+
+    async def _check_webhook(self, ip: str) -> Verdict:
+        try:
+            return await self.guard.call(lambda: self.limiter.check_webhook(ip))
+        except StoreUnavailable:
+            return self._policy_verdict()
+
+    def _policy_verdict(self) -> Verdict:
+        """The store is unreachable: the failure policy decides the request."""
+        if self.guard.decide():
             return Verdict(True)
+        return Verdict(False, RETRY_AFTER_SECONDS, "RATE_LIMIT_UNAVAILABLE", status=503)
+
+    async def _backoff_remaining(self, ip: str) -> int:
+        # The policy already decided this request in _check; an outage means no backoff.
+        try:
+            return await self.guard.call(lambda: self.limiter.backoff_remaining(ip))
+        except StoreUnavailable:
+            return 0
 
     async def _record_failure(self, ip: str) -> None:
-        try:
-            await self.limiter.record_auth_failure(ip)
-        except Exception:
-            log.exception("rate limit storage unavailable; auth failure not recorded")
+        # Not recorded while the store is down (the guard logs the outage once).
+        with contextlib.suppress(StoreUnavailable):
+            await self.guard.call(lambda: self.limiter.record_auth_failure(ip))
+
+
+MESSAGES = {
+    "RATE_LIMITED": "too many requests; retry after the number of seconds in Retry-After",
+    "AUTH_BACKOFF": "too many requests; retry after the number of seconds in Retry-After",
+    "RATE_LIMIT_UNAVAILABLE": (
+        "rate limiting is unavailable, and this deployment refuses requests until it is back; "
+        "retry after the number of seconds in Retry-After"
+    ),
+}

@@ -1,17 +1,22 @@
-"""The fetcher: lease a batch of ready rows in one short transaction."""
+"""The fetcher: lease a batch of ready rows in one short transaction, and renew leases.
+
+Every time here is the database's (``database_now``), never this process's clock: a worker
+whose clock runs ahead would otherwise take rows whose leases are still live.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import secrets
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import func, select, update
 from sqlalchemy.sql.schema import Table
 
-from tenantplane.db.base import utcnow
+from tenantplane.db.clock import database_now
 from tenantplane.db.engine import Database
-from tenantplane.reconcile.lease import Lease, ready_condition
+from tenantplane.reconcile.lease import Lease, ready_condition, row_key
 
 
 class Fetcher:
@@ -39,32 +44,51 @@ class Fetcher:
 
     async def _lease(self, limit: int, duration: timedelta) -> list[Lease]:
         table = self.table
-        now = utcnow()
-        expires_at = now + duration
+        key = row_key(table)
         token = secrets.token_hex(16)
-        candidates = (
-            select(table.c.id)
-            .where(ready_condition(table, now))
-            .order_by(table.c.reconcile_at, table.c.id)
-            .limit(limit)
-        )
-        if not self.database.is_sqlite:
-            candidates = candidates.with_for_update(skip_locked=True)
         async with self.database.transaction() as session:
-            ids = list((await session.execute(candidates)).scalars())
+            now = await database_now(session)
+            expires_at = now + duration
+            candidates = (
+                select(key, table.c.lock_owner)
+                .where(ready_condition(table, now))
+                .order_by(table.c.reconcile_at, key)
+                .limit(limit)
+            )
+            if not self.database.is_sqlite:
+                candidates = candidates.with_for_update(skip_locked=True)
+            # A ready row still naming an owner has an expired lease: it is being taken over.
+            rows = (await session.execute(candidates)).all()
+            previous: dict[Any, str | None] = {row_id: owner for row_id, owner in rows}
+            ids = list(previous)
             if not ids:
                 return []
             await session.execute(
                 update(table)
-                .where(table.c.id.in_(ids))
+                .where(key.in_(ids))
                 .values(lock_owner=self.owner, lock_token=token, lock_expires_at=expires_at)
             )
-        return [Lease(table, row_id, token, self.owner, expires_at) for row_id in ids]
+        return [
+            Lease(table, row_id, token, self.owner, expires_at, now, previous[row_id])
+            for row_id in ids
+        ]
 
-    async def next_due(self) -> datetime | None:
-        """When the earliest row not held by a live lease becomes ready (for sleeping)."""
+    async def renew(self, lease: Lease, duration: timedelta) -> bool:
+        """Extend a lease still held to ``duration`` from now (False: it was lost)."""
         table = self.table
-        now = utcnow()
+        async with self.database.transaction() as session:
+            now = await database_now(session)
+            result = await session.execute(
+                update(table)
+                .where(row_key(table) == lease.row_id, table.c.lock_token == lease.token)
+                .values(lock_expires_at=now + duration)
+            )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    async def seconds_until_due(self) -> float | None:
+        """How long until the earliest row not held by a live lease becomes ready, by the
+        database's clock (for sleeping); None when nothing is scheduled."""
+        table = self.table
         unleased = select(func.min(table.c.reconcile_at)).where(
             table.c.reconcile_at.is_not(None), table.c.lock_token.is_(None)
         )
@@ -73,12 +97,13 @@ class Fetcher:
             table.c.reconcile_at.is_not(None), table.c.lock_token.is_not(None)
         )
         async with self.database.sessionmaker() as session:
+            now = await database_now(session)
             first = (await session.execute(unleased)).scalar()
             second = (await session.execute(expiring)).scalar()
         candidates = [_aware(value) for value in (first, second) if value is not None]
         if not candidates:
             return None
-        return max(min(candidates), now)
+        return max((min(candidates) - now).total_seconds(), 0.0)
 
 
 def _aware(value: datetime) -> datetime:

@@ -18,7 +18,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, declared_attr, mapped_column
 from sqlalchemy.sql.schema import Table
 
-from tenantplane.db.base import UTCDateTime, utcnow
+from tenantplane.db.base import UTCDateTime
+from tenantplane.db.clock import database_now
 
 
 class Leased:
@@ -36,6 +37,12 @@ class Leased:
     @declared_attr
     def reconcile_at(cls) -> Mapped[datetime | None]:
         return mapped_column(UTCDateTime(), default=None, index=True)
+
+
+def row_key(table: Table) -> ColumnElement[Any]:
+    """The column that identifies a leased row: the table's one-column primary key."""
+    (column,) = table.primary_key.columns
+    return column
 
 
 def ready_condition(table: Table, now: datetime) -> ColumnElement[bool]:
@@ -60,7 +67,12 @@ class Lease:
     row_id: Any
     token: str
     owner: str
+    #: When the lease was taken and first expires, by the database's clock (renewals by the
+    #: heartbeat move the expiry in the row, not here).
     expires_at: datetime
+    leased_at: datetime
+    # Owner of the expired lease this one replaced (None: the row was free): a takeover.
+    previous_owner: str | None = None
 
     def guard(self, session: AsyncSession) -> LeaseGuard:
         return LeaseGuard(session, self)
@@ -76,7 +88,7 @@ class LeaseGuard:
     @property
     def _where(self) -> ColumnElement[bool]:
         table = self.lease.table
-        return and_(table.c.id == self.lease.row_id, table.c.lock_token == self.lease.token)
+        return and_(row_key(table) == self.lease.row_id, table.c.lock_token == self.lease.token)
 
     async def update(self, *, release: bool = True, **values: Any) -> bool:
         """Write ``values`` (and end the lease unless ``release=False``) if still held."""
@@ -91,7 +103,11 @@ class LeaseGuard:
         return await self.update(reconcile_at=when)
 
     async def retry_in(self, seconds: float) -> bool:
-        return await self.retry_at(utcnow() + timedelta(seconds=seconds))
+        return await self.retry_at(await self.now() + timedelta(seconds=seconds))
+
+    async def now(self) -> datetime:
+        """Now by the database's clock: the time to stamp on what is applied."""
+        return await database_now(self.session)
 
     async def delete(self) -> bool:
         """Delete the row if still held (a resource whose teardown is complete)."""

@@ -8,7 +8,10 @@ A reconciler turns one leased row into progress in three steps:
    (0 rows updated = the lease was lost; the result is discarded).
 
 The runner leases up to ``concurrency`` rows at a time, sleeps until the next row is due or
-a wake-up hint arrives, and never holds a transaction open across ``act``.
+a wake-up hint arrives, and never holds a transaction open across ``act``. While ``act``
+runs, a heartbeat renews the row's lease every third of its duration (dstack's
+``Heartbeater``), so a slow step keeps its row; a step whose lease was lost meanwhile is not
+applied.
 """
 
 from __future__ import annotations
@@ -19,18 +22,21 @@ import os
 import secrets
 import socket
 from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 from typing import Any, ClassVar, Generic, TypeVar
 
 import structlog
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.schema import Table
 
-from tenantplane.db.base import utcnow
+from tenantplane.db.clock import database_now
 from tenantplane.db.engine import Database
 from tenantplane.reconcile.fetcher import Fetcher
 from tenantplane.reconcile.hints import wakeups
-from tenantplane.reconcile.lease import Lease, LeaseGuard
+from tenantplane.reconcile.lease import Lease, LeaseGuard, ready_condition
+from tenantplane.reconcile.metrics import ReconcileMetrics
 
 log = structlog.get_logger(__name__)
 
@@ -39,7 +45,7 @@ Outcome = TypeVar("Outcome")
 
 
 class Reconciler(ABC, Generic[Snapshot, Outcome]):
-    """One kind of asynchronous work; subclass it and list its factory in the registry."""
+    """One kind of asynchronous work; subclass it, list its factory in tenantplane.reconcilers."""
 
     #: Name used by wake-up hints (``wake_after_commit(session, name)``) and logs.
     name: ClassVar[str]
@@ -81,12 +87,18 @@ class ReconcilerRunner:
         *,
         owner: str | None = None,
         idle_poll_seconds: float = 5.0,
+        metrics: ReconcileMetrics | None = None,
     ) -> None:
         self.database = database
         self.reconciler = reconciler
         self.owner = owner or process_identity()
         self.idle_poll_seconds = idle_poll_seconds
         self.fetcher = Fetcher(database, reconciler.table, self.owner)
+        self.metrics = metrics if metrics is not None else ReconcileMetrics()
+        self.metrics.declare(reconciler.name)
+        #: Set while the runner waits for a row to fall due or a wake-up (observable by
+        #: whoever needs to know that only a hint, or time, will make it look again).
+        self.idle = asyncio.Event()
         self._inflight: set[asyncio.Task[None]] = set()
         self._stopping = asyncio.Event()
         self._wake: asyncio.Event | None = None
@@ -113,6 +125,7 @@ class ReconcilerRunner:
                 except Exception:
                     self._log.exception("lease fetch failed")
                 for lease in leases:
+                    self._note_takeover(lease)
                     task = asyncio.create_task(self._work(lease))
                     self._inflight.add(task)
                     task.add_done_callback(self._finished(wake))
@@ -124,6 +137,25 @@ class ReconcilerRunner:
         finally:
             wakeups.unsubscribe(reconciler.name, wake)
             await self._drain(shutdown_grace_seconds)
+
+    async def queue_depth(self) -> int:
+        """Rows due now that no live lease holds."""
+        table = self.reconciler.table
+        async with self.database.sessionmaker() as session:
+            now = await database_now(session)
+            statement = select(func.count()).select_from(table).where(ready_condition(table, now))
+            return int((await session.execute(statement)).scalar_one())
+
+    async def refresh_metrics(self) -> None:
+        name = self.reconciler.name
+        self.metrics.queue_depth.labels(name).set(await self.queue_depth())
+        self.metrics.in_progress.labels(name).set(len(self._inflight))
+
+    def _note_takeover(self, lease: Lease) -> None:
+        if lease.previous_owner is None or lease.previous_owner == self.owner:
+            return
+        self.metrics.takeovers.labels(self.reconciler.name).inc()
+        self._log.info("lease taken over", row_id=lease.row_id, previous_owner=lease.previous_owner)
 
     async def run_once(self) -> int:
         """Work every row that is ready now, once, and return how many were worked.
@@ -172,20 +204,29 @@ class ReconcilerRunner:
     async def _sleep(self, wake: asyncio.Event) -> None:
         timeout = self.idle_poll_seconds
         try:
-            due = await self.fetcher.next_due()
+            due = await self.fetcher.seconds_until_due()
         except Exception:
             self._log.exception("next-due query failed")
             due = None
         if due is not None:
-            timeout = min(timeout, max((due - utcnow()).total_seconds(), 0.0))
+            timeout = min(timeout, due)
         if self._stopping.is_set():
             return
         # A floor keeps a row that another process is leasing right now from spinning us.
         timeout = max(timeout, 0.01)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(wake.wait(), timeout)
+        self._log.debug("waiting for work", seconds=round(timeout, 3))
+        self.idle.set()
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), timeout)
+        finally:
+            self.idle.clear()
 
     async def _work(self, lease: Lease) -> None:
+        with self.metrics.step(self.reconciler.name):
+            await self._step(lease)
+
+    async def _step(self, lease: Lease) -> None:
         reconciler = self.reconciler
         try:
             async with self.database.transaction() as session:
@@ -193,14 +234,50 @@ class ReconcilerRunner:
                 if snapshot is None:
                     await lease.guard(session).update(reconcile_at=None)
                     return
-            outcome = await reconciler.act(snapshot)
+            async with self._heartbeat(lease) as held:
+                outcome = await reconciler.act(snapshot)
+            if not held.is_set():
+                # Taken over (or the row deleted) while we worked: the result is stale.
+                self._log.warning("lease lost during the step", row_id=lease.row_id)
+                return
             async with self.database.transaction() as session:
                 await reconciler.apply(session, lease.guard(session), snapshot, outcome)
         except asyncio.CancelledError:
             raise
         except Exception:
+            self.metrics.failures.labels(reconciler.name).inc()
             self._log.exception("reconcile step failed", row_id=lease.row_id)
             await self._back_off(lease)
+
+    @contextlib.asynccontextmanager
+    async def _heartbeat(self, lease: Lease) -> AsyncIterator[asyncio.Event]:
+        """Renew ``lease`` every third of its duration while the block runs; the event
+        yielded is cleared once a renewal finds the lease lost."""
+        held = asyncio.Event()
+        held.set()
+        duration = timedelta(seconds=self.reconciler.lease_seconds)
+
+        async def beat() -> None:
+            while True:
+                # A timer, not synchronisation: renewals are due at fixed intervals.
+                await asyncio.sleep(self.reconciler.lease_seconds / 3)
+                try:
+                    renewed = await self.fetcher.renew(lease, duration)
+                except Exception:
+                    # Transient (database busy or away): the next beat tries again, and
+                    # the lease is still valid until its last renewal's expiry.
+                    self._log.warning("lease renewal failed", row_id=lease.row_id, exc_info=True)
+                    continue
+                if not renewed:
+                    held.clear()
+                    return
+
+        task = asyncio.create_task(beat())
+        try:
+            yield held
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
 
     async def _back_off(self, lease: Lease) -> None:
         with contextlib.suppress(Exception):
@@ -217,12 +294,23 @@ class Supervisor:
         reconcilers: list[Reconciler[Any, Any]],
         *,
         idle_poll_seconds: float = 5.0,
+        on_stopped: Callable[[], Awaitable[Any]] | None = None,
+        metrics: ReconcileMetrics | None = None,
     ) -> None:
         owner = process_identity()
         self.database = database
+        self.metrics = metrics if metrics is not None else ReconcileMetrics()
+        # Closes what the reconcilers share (clients of remote services), once they are done.
+        self._on_stopped = on_stopped
         self._listener: asyncio.Task[None] | None = None
         self.runners = [
-            ReconcilerRunner(database, reconciler, owner=owner, idle_poll_seconds=idle_poll_seconds)
+            ReconcilerRunner(
+                database,
+                reconciler,
+                owner=owner,
+                idle_poll_seconds=idle_poll_seconds,
+                metrics=self.metrics,
+            )
             for reconciler in reconcilers
         ]
         self._tasks: list[asyncio.Task[None]] = []
@@ -252,6 +340,18 @@ class Supervisor:
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
+        on_stopped, self._on_stopped = self._on_stopped, None
+        if on_stopped is not None:
+            await on_stopped()
+
+    async def refresh_metrics(self) -> None:
+        """Read what metrics show from the database (at scrape time). A database outage
+        leaves the last values: a scrape still shows the rest (process, steps, failures)."""
+        try:
+            for runner in self.runners:
+                await runner.refresh_metrics()
+        except Exception:
+            log.warning("reconciler queue depth not read", exc_info=True)
 
     async def run_forever(self) -> None:
         self.start()

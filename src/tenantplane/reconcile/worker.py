@@ -1,35 +1,116 @@
-"""`tenantplane worker`: every reconciler, no HTTP, until SIGINT or SIGTERM."""
+"""`tenantplane worker`: every reconciler, no API, until SIGINT or SIGTERM; with
+``--metrics-port``, Prometheus metrics on ``/metrics`` (the API's are on its own port)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import signal
+from collections.abc import Callable, Iterator
 
 import structlog
+import uvicorn
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from tenantplane.config import Settings
 from tenantplane.db.engine import Database
 from tenantplane.logging import configure_logging
-from tenantplane.reconcile.registry import build_supervisor
+from tenantplane.reconcile.metrics import ReconcileMetrics, register_runtime_collectors
+from tenantplane.reconcile.runner import Supervisor
 
 log = structlog.get_logger(__name__)
 
 
-async def run_worker(settings: Settings) -> None:
+SupervisorFactory = Callable[[Settings, Database, ReconcileMetrics], Supervisor]
+
+
+def metrics_app(supervisor: Supervisor) -> Starlette:
+    async def metrics(_: Request) -> Response:
+        await supervisor.refresh_metrics()
+        return Response(
+            generate_latest(supervisor.metrics.registry), media_type=CONTENT_TYPE_LATEST
+        )
+
+    return Starlette(routes=[Route("/metrics", metrics, methods=["GET"])])
+
+
+class MetricsServer(uvicorn.Server):
+    """uvicorn serving the worker's /metrics inside the worker's event loop. The worker
+    handles SIGINT and SIGTERM itself: this server takes no signal handlers."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+    def address(self) -> str:
+        host, port = self.servers[0].sockets[0].getsockname()[:2]
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+async def start_metrics_server(
+    supervisor: Supervisor, host: str, port: int
+) -> tuple[MetricsServer, asyncio.Task[None]]:
+    config = uvicorn.Config(
+        metrics_app(supervisor),
+        host=host,
+        port=port,
+        access_log=False,
+        log_config=None,
+        lifespan="off",
+    )
+    server = MetricsServer(config)
+    task = asyncio.create_task(server.serve(), name="worker-metrics")
+    while not server.started:
+        if task.done():
+            # Bind failure (port in use): uvicorn logged why; the worker does not start.
+            await task
+            raise OSError(f"cannot serve metrics on {host}:{port}")
+        await asyncio.sleep(0.01)
+    return server, task
+
+
+async def run_worker(
+    settings: Settings,
+    build_supervisor: SupervisorFactory,
+    *,
+    metrics_host: str = "127.0.0.1",
+    metrics_port: int | None = None,
+) -> None:
+    """Run what ``build_supervisor`` assembles (the application's reconcilers) until a signal."""
     configure_logging(settings.log_level, settings.log_json)
-    database = Database.connect(settings.database_url)
-    supervisor = build_supervisor(settings, database)
+    database = Database.from_settings(settings)
+    metrics = ReconcileMetrics()
+    register_runtime_collectors(metrics.registry)
+    supervisor = build_supervisor(settings, database, metrics)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(signum, stop.set)
+    server: MetricsServer | None = None
+    serving: asyncio.Task[None] | None = None
+    if metrics_port is not None:
+        server, serving = await start_metrics_server(supervisor, metrics_host, metrics_port)
     supervisor.start()
-    log.info("worker started", reconcilers=[r.reconciler.name for r in supervisor.runners])
+    log.info(
+        "worker started",
+        reconcilers=[r.reconciler.name for r in supervisor.runners],
+        metrics=server.address() + "/metrics" if server is not None else None,
+        **settings.summary(),
+    )
     try:
         await stop.wait()
     finally:
         await supervisor.stop()
+        if server is not None and serving is not None:
+            server.should_exit = True
+            await serving
         await database.dispose()
         log.info("worker stopped")
+
+
+__all__ = ["SupervisorFactory", "run_worker"]

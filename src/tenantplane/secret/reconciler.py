@@ -287,12 +287,13 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
         if not outcome.applied:
             await guard.delete()
             return
-        await guard.update(applied=outcome.applied, reconcile_at=self._after(self.retry_seconds))
+        next_at = await guard.now() + timedelta(seconds=self.retry_seconds)
+        await guard.update(applied=outcome.applied, reconcile_at=next_at)
 
     async def _apply_status(
         self, guard: LeaseGuard, snapshot: SecretView, outcome: SyncOutcome
     ) -> None:
-        now = utcnow()
+        now = await guard.now()
         phase = overall_phase(outcome.statuses)
         if phase is SyncPhase.synced and outcome.removals_pending:
             # Desired state is not reached while a removed target's copy is still there.
@@ -302,7 +303,8 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
         values: dict[str, Any] = {
             "applied": outcome.applied,
             "observed_generation": snapshot.generation,
-            "reconcile_at": self._after(self.resync_seconds if settled else self.retry_seconds),
+            "reconcile_at": now
+            + timedelta(seconds=self.resync_seconds if settled else self.retry_seconds),
         }
         visible = {"phase": phase.value, "sync_statuses": outcome.statuses}
         before = {"phase": snapshot.phase, "sync_statuses": snapshot.statuses}
@@ -319,10 +321,6 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
                     phase=phase.value,
                 )
         await guard.update(**values)
-
-    @staticmethod
-    def _after(seconds: float) -> datetime:
-        return utcnow() + timedelta(seconds=seconds)
 
 
 def _path_failure(path: PathCheck | None) -> tuple[SyncPhase, Reason, str] | None:
@@ -385,8 +383,10 @@ def _without_times(conditions: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def build_secret_reconciler(context: ReconcileContext) -> Reconciler[Any, Any] | None:
     settings = context.settings
+    vault = build_vault_paths(settings)
+    context.close_on_stop(vault.aclose)
     return SecretReconciler(
-        build_vault_paths(settings),
+        vault,
         SimulatorSyncProvider(context.database),
         resync_seconds=settings.secret_resync_seconds,
         retry_seconds=settings.secret_retry_seconds,

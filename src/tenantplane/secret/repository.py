@@ -28,8 +28,10 @@ class SecretRepository:
             Secret.tenant_id == tenant_id, Secret.deletion_requested_at.is_(None)
         )
 
-    async def list(self, tenant_id: int) -> Sequence[Secret]:
+    async def list(self, tenant_id: int, *, for_update: bool = False) -> Sequence[Secret]:
         statement = self._visible(tenant_id).order_by(Secret.name)
+        if for_update:
+            statement = statement.with_for_update()
         return (await self.session.execute(statement)).scalars().all()
 
     async def get(self, tenant_id: int, name: str, *, for_update: bool = False) -> Secret | None:

@@ -4,8 +4,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Response, status
 
+from tenantplane.access import TenantAdmin, TenantMember
 from tenantplane.db.session import SessionDep
-from tenantplane.http.auth import TenantAdmin, TenantMember
 from tenantplane.http.errors import error_responses
 from tenantplane.http.etag import IfMatch, set_etag
 from tenantplane.http.names import resource_name_path

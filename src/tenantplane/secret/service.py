@@ -124,8 +124,16 @@ async def replace_targets(
     check_if_match(if_match, secret.resource_version)
     repository = SecretRepository.from_session(session)
     resolved = await resolve_targets(repository, tenant_id, secret.name, targets)
+    if _set_targets(session, secret, resolved):
+        await session.flush()
+    return secret
+
+
+def _set_targets(session: AsyncSession, secret: Secret, resolved: list[dict[str, str]]) -> bool:
+    """A new generation with these targets; False when they are the current ones (nothing
+    changes: no new generation, the ETag stays)."""
     if resolved == secret.sync:
-        return secret  # nothing changes: no new generation, the ETag stays
+        return False
     now = utcnow()
     secret.generation += 1
     secret.sync = resolved
@@ -134,8 +142,19 @@ async def replace_targets(
     secret.phase = SyncPhase.pending.value
     secret.conditions = reconciling_conditions(secret.conditions, secret.generation, now)
     _schedule(session, secret)
+    return True
+
+
+async def withdraw_all(session: AsyncSession, tenant_id: int) -> list[str]:
+    """Remove every sync target of a tenant's secrets (a cancelled tenant's): the reconciler
+    then removes their copies from the clusters. Returns the secrets that had targets."""
+    withdrawn = [
+        secret.name
+        for secret in await SecretRepository.from_session(session).list(tenant_id, for_update=True)
+        if _set_targets(session, secret, [])
+    ]
     await session.flush()
-    return secret
+    return withdrawn
 
 
 async def delete(session: AsyncSession, tenant_id: int, name: str, if_match: str | None) -> None:

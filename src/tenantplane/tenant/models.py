@@ -16,6 +16,21 @@ class Plan(enum.StrEnum):
     enterprise = "enterprise"
 
 
+class TenantState(enum.StrEnum):
+    """What a tenant may do (docs/security.md, "Tenant lifecycle")."""
+
+    active = "active"
+    suspended = "suspended"  # read-only until resumed
+    cancelled = "cancelled"  # read-only for good; its resources are withdrawn
+
+
+class SuspendedBy(enum.StrEnum):
+    """Who suspended a tenant: only the same cause lifts a suspension on its own."""
+
+    operator = "operator"
+    payment = "payment"  # the payment provider reported the subscription past due
+
+
 class Tenant(Versioned, Base):
     __tablename__ = "tenants"
 
@@ -29,3 +44,16 @@ class Tenant(Versioned, Base):
     # Collection version of the member list (If-Match on POST members).
     members_version: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    state: Mapped[TenantState] = mapped_column(
+        Enum(TenantState, native_enum=False, length=16, validate_strings=True),
+        default=TenantState.active,
+        server_default=TenantState.active.value,
+    )
+    # Set while suspended: an operator's suspension is lifted by an operator only.
+    suspended_by: Mapped[SuspendedBy | None] = mapped_column(
+        Enum(SuspendedBy, native_enum=False, length=16, validate_strings=True), default=None
+    )
+    # When the current state began (the cancellation time of a cancelled tenant).
+    state_changed_at: Mapped[datetime | None] = mapped_column(default=None)
+    # occurred_at of the newest subscription event applied: older news changes nothing.
+    payment_event_at: Mapped[datetime | None] = mapped_column(default=None)

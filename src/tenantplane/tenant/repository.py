@@ -2,10 +2,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tenantplane.tenant.models import Tenant
+from tenantplane.tenant.models import Tenant, TenantState
+
+# Namespace of the advisory locks that order tenant writes against state changes ("stat").
+_STATE_LOCK_CLASS = 0x7374_6174
 
 
 class TenantRepository:
@@ -28,3 +31,35 @@ class TenantRepository:
 
     def add(self, tenant: Tenant) -> None:
         self.session.add(tenant)
+
+    @property
+    def _is_postgresql(self) -> bool:
+        return self.session.get_bind().dialect.name == "postgresql"
+
+    async def state_for_write(self, tenant_id: int) -> TenantState | None:
+        """The tenant's state as a write must see it: on PostgreSQL a shared advisory lock,
+        held to the end of the transaction, makes a state change (which takes the lock
+        exclusively) wait for writes in flight, and writes arriving during a change wait
+        for it and then read the new state. SQLite runs one writer at a time anyway."""
+        if self._is_postgresql:
+            await self.session.execute(
+                select(func.pg_advisory_xact_lock_shared(_STATE_LOCK_CLASS, tenant_id))
+            )
+        statement = select(Tenant.state).where(Tenant.id == tenant_id)
+        return (await self.session.execute(statement)).scalar_one_or_none()
+
+    async def lock_for_state_change(self, name: str) -> Tenant | None:
+        """The tenant, locked against concurrent writes and state changes until commit."""
+        tenant = await self.get_by_name(name)
+        if tenant is None:
+            return None
+        if self._is_postgresql:
+            await self.session.execute(
+                select(func.pg_advisory_xact_lock(_STATE_LOCK_CLASS, tenant.id))
+            )
+        statement = (
+            select(Tenant).where(Tenant.id == tenant.id).execution_options(populate_existing=True)
+        )
+        if self._is_postgresql:
+            statement = statement.with_for_update()
+        return (await self.session.execute(statement)).scalar_one()

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
+from tenantplane.access import TenantAdmin, TenantMember
 from tenantplane.db.session import SessionDep
-from tenantplane.http.auth import TenantAdmin, TenantMember
 from tenantplane.http.etag import set_etag
 from tenantplane.tenant import service
 from tenantplane.tenant.schemas import TenantRead, TenantUpdate

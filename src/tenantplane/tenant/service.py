@@ -10,9 +10,51 @@ from tenantplane.http.errors import Conflict, Forbidden, NotFound, ValidationFai
 from tenantplane.http.names import is_dns_label
 from tenantplane.member.emails import InvalidEmail, normalise_email
 from tenantplane.member.models import Member, Role
-from tenantplane.tenant.models import Plan, Tenant
+from tenantplane.tenant.models import Plan, Tenant, TenantState
 from tenantplane.tenant.repository import TenantRepository
 from tenantplane.tenant.schemas import TenantUpdate
+
+
+class TenantSuspended(Forbidden):
+    def __init__(self) -> None:
+        super().__init__(
+            "the tenant is suspended and read-only: writes are refused until the platform "
+            "operator resumes it or the overdue payment is settled",
+            code="TENANT_SUSPENDED",
+        )
+
+
+class TenantCancelled(Forbidden):
+    def __init__(self) -> None:
+        super().__init__(
+            "the tenant is cancelled and read-only: its invoices and other data stay readable",
+            code="TENANT_CANCELLED",
+        )
+
+
+REFUSALS: dict[TenantState, type[TenantSuspended | TenantCancelled]] = {
+    TenantState.suspended: TenantSuspended,
+    TenantState.cancelled: TenantCancelled,
+}
+
+
+async def check_writable(
+    session: AsyncSession, tenant_id: int, allowed: frozenset[TenantState] = frozenset()
+) -> None:
+    """Refuse a write of a tenant that is not active (403 TENANT_SUSPENDED or
+    TENANT_CANCELLED), unless the operation declares it harmless in that state."""
+    state = await TenantRepository.from_session(session).state_for_write(tenant_id)
+    refusal = REFUSALS.get(state) if state is not None else None
+    if refusal is not None and state not in allowed:
+        raise refusal()
+
+
+async def get_by_name(session: AsyncSession, name: str) -> Tenant:
+    """A tenant by name, for operators (404 ``tenant NAME not found`` when there is none)."""
+    tenant = await TenantRepository.from_session(session).get_by_name(name)
+    if tenant is None:
+        raise NotFound(f"tenant {name}")
+    return tenant
 
 
 async def get(session: AsyncSession, tenant_id: int) -> Tenant:
@@ -65,9 +107,7 @@ async def update_platform_fields(
     enforce_metrics_limit: bool | None,
     enforce_log_limit: bool | None,
 ) -> Tenant:
-    tenant = await TenantRepository.from_session(session).get_by_name(name)
-    if tenant is None:
-        raise NotFound(f"tenant {name}")
+    tenant = await get_by_name(session, name)
     if plan is not None:
         tenant.plan = plan
     if enforce_metrics_limit is not None:

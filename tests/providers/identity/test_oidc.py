@@ -256,6 +256,25 @@ async def test_known_keys_outlive_a_provider_outage(
             assert again.status_code == 200, again.text
 
 
+async def test_key_fetches_share_one_connection_closed_at_shutdown(
+    database: Database, database_url: str, tmp_path: Path, tenant: TenantFixture
+) -> None:
+    with fake_provider([rsa_key("key-1")]) as provider:
+        assert provider.server is not None
+        # Keys that never stay fresh: every request reads discovery and keys again.
+        async with oidc_client(
+            database_url, tmp_path, provider, oidc_jwks_cache_seconds=0
+        ) as client:
+            for _ in range(3):
+                token = provider.sign(provider.claims(EMAIL))
+                assert (await call(client, tenant, token)).status_code == 200
+            assert (provider.discovery_requests, provider.jwks_requests) == (3, 3)
+            assert provider.server.connections == 1
+            assert provider.server.open_connections == 1
+        # The app's shutdown closed the pooled client and with it the connection.
+        assert provider.server.wait_until_closed()
+
+
 async def test_discovery_naming_another_issuer_is_not_trusted(
     client: httpx.AsyncClient, tenant: TenantFixture, idp: FakeProvider
 ) -> None:

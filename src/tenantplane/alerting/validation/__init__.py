@@ -1,8 +1,10 @@
 """Validation of a tenant's Alertmanager configuration, equal to Alertmanager's own.
 
-Each module ports one piece of Alertmanager 0.25's loader (durations, matchers, regular
-expressions, URLs, time intervals, Go template syntax, integrations) so that a write the
-API accepts is a configuration `amtool check-config` accepts, and the reverse.
+Each module ports one piece of the loader of Alertmanager 0.25.0 as Debian builds it (Go
+1.19.8): durations, matchers, regular expressions (judged by RE2 itself), URLs, time
+intervals, Go template syntax, integrations. So a write the API accepts is a configuration
+`amtool check-config` accepts, and the reverse, except for the deliberate policy on top
+(policy.py: template rules and limits, the receivers firewall; limits.py).
 """
 
 from tenantplane.alerting.validation.errors import ConfigError

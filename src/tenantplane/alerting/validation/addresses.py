@@ -138,3 +138,23 @@ def parse_host_port(value: str) -> None:
     _, port = split_host_port(value)
     if port == "":
         raise ValueError(f'address "{value}": port cannot be empty')
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def url_host_port(raw: str) -> tuple[str, int | None]:
+    """The host (brackets and IPv6 zone removed) and port a URL connects to, as Go's
+    URL.Hostname() and Port() give them, the scheme's port when none is written. Raise
+    ValueError when ``raw`` is not an http(s) URL with a host."""
+    parse_http_url(raw)
+    scheme, rest = _split_scheme(raw.partition("#")[0])
+    authority = rest.partition("?")[0][2:].partition("/")[0]
+    hostport = authority.rpartition("@")[2]
+    if hostport.startswith("["):
+        end = hostport.rfind("]")
+        host, port = hostport[1:end], hostport[end + 2 :]
+    else:
+        host, _, port = hostport.partition(":") if hostport.count(":") == 1 else (hostport, "", "")
+    host = host.partition("%")[0]  # an IPv6 zone (%25eth0) names an interface, not a host
+    return host, int(port) if port else _DEFAULT_PORTS.get(scheme)

@@ -7,16 +7,32 @@ from collections.abc import Iterator
 from typing import Any
 
 from tenantplane.alerting.validation.errors import ConfigError, join
-from tenantplane.alerting.validation.goregex import RegexError, check_go_regex
-from tenantplane.alerting.validation.gotemplate import (
-    TemplateLimitError,
-    TemplateSyntaxError,
-    check_template,
+from tenantplane.alerting.validation.firewall import Firewall
+from tenantplane.alerting.validation.goregex import (
+    RegexBudget,
+    RegexError,
+    RegexLimitError,
+    check_go_regex,
 )
-from tenantplane.alerting.validation.integrations import GLOBAL, check_receiver
+from tenantplane.alerting.validation.integrations import GLOBAL, INTEGRATIONS, check_receiver
 from tenantplane.alerting.validation.limits import check_name, check_route_depth
 from tenantplane.alerting.validation.matchers import LABEL_NAME, parse_matchers
-from tenantplane.alerting.validation.schema import boolean, duration, string, string_list
+from tenantplane.alerting.validation.policy import Policy
+from tenantplane.alerting.validation.schema import (
+    HOST_PORT_KINDS,
+    URL_KINDS,
+    boolean,
+    duration,
+    fields_of_kinds,
+    list_of,
+    string,
+    string_list,
+)
+from tenantplane.alerting.validation.templates import (
+    check_template_set,
+    parse_files,
+    templated_fields,
+)
 from tenantplane.alerting.validation.timeintervals import check_time_interval
 
 ROUTE_FIELDS = frozenset(
@@ -39,16 +55,19 @@ ROUTE_FIELDS = frozenset(
 TEMPLATE_FILENAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
 
 
-def _label_map(value: Any, path: str, *, regex: bool) -> None:
+def _label_map(value: Any, path: str, *, regex_budget: RegexBudget | None) -> None:
+    """Label names to values; the values are regular expressions when a budget is given."""
     if not isinstance(value, dict):
         raise ConfigError("must be an object with string values", path)
     for key, element in value.items():
         if not LABEL_NAME.match(key):
             raise ConfigError(f'invalid label name "{key}"', join(path, key), "INVALID_LABEL_NAME")
         string(element, join(path, key))
-        if regex:
+        if regex_budget is not None:
             try:
-                check_go_regex(element)
+                check_go_regex(element, regex_budget)
+            except RegexLimitError as exc:
+                raise ConfigError(str(exc), join(path, key), exc.code) from None
             except RegexError as exc:
                 raise ConfigError(str(exc), join(path, key), "INVALID_REGEX") from None
 
@@ -74,11 +93,13 @@ def _group_by(value: Any, path: str) -> None:
         )
 
 
-def _matchers(value: Any, path: str) -> None:
+def _matchers(value: Any, path: str, budget: RegexBudget) -> None:
     string_list(value, path)
     for index, text in enumerate(value):
         try:
-            parse_matchers(text)
+            parse_matchers(text, budget)
+        except RegexLimitError as exc:
+            raise ConfigError(str(exc), join(path, index), exc.code) from None
         except ValueError as exc:
             raise ConfigError(str(exc), join(path, index), "INVALID_MATCHER") from None
 
@@ -90,8 +111,9 @@ def _non_zero(value: str, path: str, name: str) -> None:
         raise ConfigError(f"{name} cannot be zero", path, "INVALID_DURATION")
 
 
-def check_route(route: Any, path: str, *, root: bool) -> None:
-    """One route and its children (Route.UnmarshalYAML, plus the root route's rules)."""
+def check_route(route: Any, path: str, *, root: bool, budget: RegexBudget) -> None:
+    """One route and its children (Route.UnmarshalYAML, plus the root route's rules);
+    their regular expressions spend one configuration's ``budget``."""
     if not isinstance(route, dict):
         raise ConfigError("must be an object", path)
     for key in route:
@@ -110,11 +132,11 @@ def check_route(route: Any, path: str, *, root: bool) -> None:
     if "continue" in route:
         boolean(route["continue"], join(path, "continue"))
     if "matchers" in route:
-        _matchers(route["matchers"], join(path, "matchers"))
+        _matchers(route["matchers"], join(path, "matchers"), budget)
     if "match" in route:
-        _label_map(route["match"], join(path, "match"), regex=False)
+        _label_map(route["match"], join(path, "match"), regex_budget=None)
     if "match_re" in route:
-        _label_map(route["match_re"], join(path, "match_re"), regex=True)
+        _label_map(route["match_re"], join(path, "match_re"), regex_budget=budget)
     for name in ("active_time_intervals", "mute_time_intervals"):
         if name in route:
             string_list(route[name], join(path, name))
@@ -124,7 +146,7 @@ def check_route(route: Any, path: str, *, root: bool) -> None:
     if not isinstance(children, list):
         raise ConfigError("must be an array of routes", join(path, "routes"))
     for index, child in enumerate(children):
-        check_route(child, join(join(path, "routes"), index), root=False)
+        check_route(child, join(join(path, "routes"), index), root=False, budget=budget)
 
 
 def _check_root(route: dict[str, Any], path: str) -> None:
@@ -174,19 +196,30 @@ def _check_time_intervals(value: Any) -> set[str]:
     return names
 
 
-def check_templates(value: Any) -> None:
+def check_templates(value: Any) -> dict[str, str]:
     if not isinstance(value, dict):
         raise ConfigError("must be an object mapping file names to contents", "templates")
     for filename, contents in value.items():
         path = join("templates", filename)
         check_template_filename(filename, path)
         string(contents, path)
-        try:
-            check_template(contents)
-        except TemplateLimitError as exc:
-            raise ConfigError(f"template {filename}: {exc}", path, exc.code) from None
-        except TemplateSyntaxError as exc:
-            raise ConfigError(f"template {filename}: {exc}", path, "INVALID_TEMPLATE") from None
+    return value
+
+
+def _check_destinations(glob: Any, receivers: list[Any], firewall: Firewall) -> None:
+    """Every field naming where Alertmanager connects, through the receivers firewall."""
+    kinds = URL_KINDS | HOST_PORT_KINDS
+    found = list(fields_of_kinds(GLOBAL, glob, "global", kinds))
+    for index, receiver in enumerate(receivers):
+        for key, (shape, _) in INTEGRATIONS.items():
+            if key in receiver:
+                path = join(join("receivers", index), key)
+                found.extend(fields_of_kinds(list_of(shape), receiver[key], path, kinds))
+    for kind, value, path in found:
+        if kind in HOST_PORT_KINDS:
+            firewall.check_host_port(value, path)
+        else:
+            firewall.check_url(value, path)
 
 
 def check_template_filename(filename: str, path: str) -> None:
@@ -199,8 +232,10 @@ def check_template_filename(filename: str, path: str) -> None:
         )
 
 
-def validate_config(config: dict[str, Any]) -> None:
-    """Raise ConfigError for the first problem Alertmanager would also refuse."""
+def validate_config(config: dict[str, Any], policy: Policy | None = None) -> None:
+    """Raise ConfigError for the first problem Alertmanager would also refuse, or that
+    breaks the deployment's ``policy`` (template limits, receivers firewall)."""
+    policy = policy or Policy()
     glob = config.get("global", {})
     GLOBAL(glob, "global")
     interval_names = _check_time_intervals(config.get("time_intervals", []))
@@ -221,7 +256,7 @@ def validate_config(config: dict[str, Any]) -> None:
     if route is None:
         raise ConfigError("no routes provided", "route")
     check_route_depth(route, "route", 0)
-    check_route(route, "route", root=True)
+    check_route(route, "route", root=True, budget=RegexBudget())
     for node, path in walk_routes(route, "route"):
         receiver = node.get("receiver")
         if receiver and receiver not in names:
@@ -238,4 +273,6 @@ def validate_config(config: dict[str, Any]) -> None:
                         join(join(path, field), position),
                         "UNDEFINED_TIME_INTERVAL",
                     )
-    check_templates(config.get("templates", {}))
+    outlines = parse_files(check_templates(config.get("templates", {})), policy.templates)
+    check_template_set(outlines, templated_fields(receivers), policy.templates)
+    _check_destinations(glob, receivers, policy.firewall)

@@ -8,6 +8,7 @@ of define/template/block, and duplicate non-empty definitions in one file.
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
 
@@ -65,6 +66,23 @@ def _too_deep() -> TemplateLimitError:
         f"parentheses and blocks nest at most {MAX_TEMPLATE_NESTING} levels",
         "TEMPLATE_TOO_DEEP",
     )
+
+
+@dataclass
+class Body:
+    """What one template does when it runs: the templates it invokes (each call site once,
+    in order) and how many bytes of literal text it writes."""
+
+    calls: list[str] = field(default_factory=list)
+    text_bytes: int = 0
+
+
+@dataclass
+class Outline:
+    """A parsed file: its top-level body and each `define`/`block` with its own body."""
+
+    top: Body = field(default_factory=Body)
+    definitions: list[tuple[str, Body]] = field(default_factory=list)
 
 
 @dataclass
@@ -229,6 +247,18 @@ class _Checker:
     definitions: set[str] = field(default_factory=set)
     # The open define's name and whether it has non-blank content so far.
     current_define: tuple[str, bool] | None = None
+    outline: Outline = field(default_factory=Outline)
+    # The body text and calls go to: the file's, then one per open define or block.
+    bodies: list[Body] = field(default_factory=list)
+
+    @property
+    def body(self) -> Body:
+        return self.bodies[-1] if self.bodies else self.outline.top
+
+    def open_body(self, name: str) -> None:
+        body = Body()
+        self.outline.definitions.append((name, body))
+        self.bodies.append(body)
 
     @property
     def variables(self) -> list[str]:
@@ -268,6 +298,8 @@ class _Checker:
             if not self.frames:
                 raise TemplateSyntaxError("unexpected {{end}}")
             frame = self.frames.pop()
+            if frame.keyword in ("define", "block"):
+                self.bodies.pop()
             if frame.keyword == "define" and self.current_define is not None:
                 self.finish_define()
         elif word in ("break", "continue"):
@@ -276,10 +308,12 @@ class _Checker:
             if not self.in_range():
                 raise TemplateSyntaxError(f"{{{{{word}}}}} outside {{{{range}}}}")
         elif word == "template":
-            self.named(rest, "template")
+            self.body.calls.append(self.named(rest, "template"))
         elif word == "block":
-            self.named(rest, "block")
+            name = self.named(rest, "block")
+            self.body.calls.append(name)  # a block is a define invoked where it stands
             self.push("block")
+            self.open_body(name)
         elif word == "define":
             if self.frames:
                 raise TemplateSyntaxError("unexpected <define> in command")
@@ -288,6 +322,7 @@ class _Checker:
                 raise TemplateSyntaxError(f"unexpected {found!r} in define clause")
             self.frames.append(_Frame("define", ["$"], False))
             self.current_define = (rest[0].text, False)
+            self.open_body(unquote(rest[0].text))
 
     def content(self, text: str) -> None:
         """Text or an action inside the open define makes the definition non-empty."""
@@ -324,12 +359,18 @@ class _Checker:
             return
         frame.has_else = True
 
-    def named(self, rest: list[_Token], context: str) -> None:
+    def named(self, rest: list[_Token], context: str) -> str:
+        """The template name of a `template` or `block` action (checked, unquoted)."""
         if not rest or rest[0].kind != "string":
             found = rest[0].text if rest else "}}"
             raise TemplateSyntaxError(f"unexpected {found!r} in {context} clause")
         if len(rest) > 1:
             self.pipeline(rest[1:], context, declarations=False)
+        return unquote(rest[0].text)
+
+    def text(self, text: str) -> None:
+        self.content(text)
+        self.body.text_bytes += len(text.encode("utf-8", "surrogatepass"))
 
     def pipeline(
         self,
@@ -441,12 +482,24 @@ def _comment(body: str) -> bool:
     return body.startswith("/*")
 
 
-def check_template(text: str) -> None:
-    """Raise TemplateSyntaxError (with Go's wording where practical) for a template file."""
+def unquote(literal: str) -> str:
+    """The value of a Go string literal whose escapes the lexer already checked."""
+    if literal.startswith("`"):
+        return literal[1:-1]
+    try:
+        value = ast.literal_eval(literal)
+    except (ValueError, SyntaxError):
+        return literal
+    return value if isinstance(value, str) else literal
+
+
+def check_template(text: str, max_bytes: int = MAX_TEMPLATE_BYTES) -> Outline:
+    """Raise TemplateSyntaxError (with Go's wording where practical) for a template file;
+    otherwise return its outline (definitions, calls, literal text)."""
     size = len(text.encode("utf-8", "surrogatepass"))
-    if size > MAX_TEMPLATE_BYTES:
+    if size > max_bytes:
         raise TemplateLimitError(
-            f"a template file is at most {MAX_TEMPLATE_BYTES} bytes (this one: {size})",
+            f"a template file is at most {max_bytes} bytes (this one: {size})",
             "TEMPLATE_TOO_LARGE",
         )
     checker = _Checker()
@@ -456,9 +509,9 @@ def check_template(text: str) -> None:
         while True:
             start = text.find("{{", position)
             if start < 0:
-                checker.content(text[position:])
+                checker.text(text[position:])
                 break
-            checker.content(text[position:start])
+            checker.text(text[position:start])
             line += text.count("\n", position, start)
             inner_start = start + 2
             if (
@@ -494,6 +547,7 @@ def check_template(text: str) -> None:
         raise TemplateLimitError(f"line {line}: {exc}", exc.code) from None
     except TemplateSyntaxError as exc:
         raise TemplateSyntaxError(f"line {line}: {exc}") from None
+    return checker.outline
 
 
 def _find_close(text: str, i: int) -> tuple[int, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tenantplane.alerting.validation.goregex import check_go_regex
+from tenantplane.alerting.validation.goregex import RegexBudget, check_go_regex
 
 _MATCHER = re.compile(r"^\s*([a-zA-Z_:][a-zA-Z0-9_:]*)\s*(=~|=|!=|!~)\s*(.*?)\s*$", re.DOTALL)
 LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
@@ -46,7 +46,7 @@ def _split(text: str) -> list[str]:
     return tokens
 
 
-def parse_matcher(text: str) -> Matcher:
+def parse_matcher(text: str, budget: RegexBudget | None = None) -> Matcher:
     match = _MATCHER.match(text)
     if match is None:
         raise ValueError(f"bad matcher format: {text}")
@@ -85,10 +85,10 @@ def parse_matcher(text: str) -> Matcher:
         raise ValueError(f"matcher value contains unescaped double quote: {match.group(3)}")
     matcher = Matcher(name, op, "".join(value))
     if op in ("=~", "!~"):
-        check_go_regex(matcher.value)
+        check_go_regex(matcher.value, budget)
     return matcher
 
 
-def parse_matchers(text: str) -> list[Matcher]:
+def parse_matchers(text: str, budget: RegexBudget | None = None) -> list[Matcher]:
     """Every matcher in one `matchers` entry (several may be separated by commas)."""
-    return [parse_matcher(token) for token in _split(text)]
+    return [parse_matcher(token, budget) for token in _split(text)]

@@ -8,7 +8,7 @@ a shared Alertmanager read local files (Mimir refuses them for the same reason).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from tenantplane.alerting.validation.addresses import parse_host_port, parse_http_url
@@ -85,14 +85,32 @@ def not_allowed(value: Any, path: str) -> None:
     )
 
 
-def list_of(item: Check) -> Check:
-    def check(value: Any, path: str) -> None:
+def oauth2_token_url(value: Any, path: str) -> None:
+    """A string, as Alertmanager takes it (parsed only when a token is fetched); declared
+    apart so that the firewall knows it names a destination."""
+    string(value, path)
+
+
+# Field kinds whose values name where Alertmanager connects to (the firewall checks them).
+URL_KINDS: frozenset[Check] = frozenset({url, secret_url, oauth2_token_url})
+HOST_PORT_KINDS: frozenset[Check] = frozenset({host_port})
+
+
+class ListOf:
+    """An array whose elements are each checked by ``item``."""
+
+    def __init__(self, item: Check) -> None:
+        self.item = item
+
+    def __call__(self, value: Any, path: str) -> None:
         if not isinstance(value, list):
             raise ConfigError("must be an array", path)
         for index, element in enumerate(value):
-            item(element, join(path, index))
+            self.item(element, join(path, index))
 
-    return check
+
+def list_of(item: Check) -> Check:
+    return ListOf(item)
 
 
 def map_of_strings(value: Any, path: str) -> None:
@@ -105,22 +123,44 @@ def map_of_strings(value: Any, path: str) -> None:
 string_list = list_of(string)
 
 
-def obj(fields: Mapping[str, Check], *, unsupported: Mapping[str, str] | None = None) -> Check:
-    """An object with exactly these optional fields (unknown keys are errors)."""
+class Obj:
+    """An object with exactly these optional fields (unknown keys are errors), then the
+    object's own ``rules`` over the fields together."""
 
-    def check(value: Any, path: str) -> None:
+    def __init__(self, fields: Mapping[str, Check], rules: Check | None = None) -> None:
+        self.fields = fields
+        self.rules = rules
+
+    def __call__(self, value: Any, path: str) -> None:
         if not isinstance(value, dict):
             raise ConfigError("must be an object", path)
         for key, element in value.items():
             field_path = join(path, key)
-            if key in fields:
-                fields[key](element, field_path)
-            elif unsupported and key in unsupported:
-                raise ConfigError(unsupported[key], field_path, "UNSUPPORTED_INTEGRATION")
-            else:
+            if key not in self.fields:
                 raise ConfigError(f"unknown field: {key}", field_path, "UNKNOWN_FIELD")
+            self.fields[key](element, field_path)
+        if self.rules is not None:
+            self.rules(value, path)
 
-    return check
+
+def obj(fields: Mapping[str, Check], rules: Check | None = None) -> Check:
+    return Obj(fields, rules)
+
+
+def fields_of_kinds(
+    check: Check, value: Any, path: str, kinds: frozenset[Check]
+) -> Iterator[tuple[Check, str, str]]:
+    """(kind, value, path) of every string in ``value`` that ``check`` declares as one of
+    ``kinds``, at any depth (``value`` already passed ``check``)."""
+    if isinstance(check, Obj) and isinstance(value, dict):
+        for key, element in value.items():
+            if key in check.fields:
+                yield from fields_of_kinds(check.fields[key], element, join(path, key), kinds)
+    elif isinstance(check, ListOf) and isinstance(value, list):
+        for index, element in enumerate(value):
+            yield from fields_of_kinds(check.item, element, join(path, index), kinds)
+    elif check in kinds and isinstance(value, str):
+        yield check, value, path
 
 
 TLS_VERSIONS = frozenset({"TLS10", "TLS11", "TLS12", "TLS13"})
@@ -143,37 +183,32 @@ tls_config = obj(
     }
 )
 
-_http_config_shape = obj(
-    {
-        "basic_auth": obj({"username": string, "password": string, "password_file": not_allowed}),
-        "authorization": obj(
-            {"type": string, "credentials": string, "credentials_file": not_allowed}
-        ),
-        "oauth2": obj(
-            {
-                "client_id": string,
-                "client_secret": string,
-                "client_secret_file": not_allowed,
-                "scopes": string_list,
-                "token_url": string,
-                "endpoint_params": map_of_strings,
-                "tls_config": tls_config,
-                "proxy_url": not_allowed,
-            }
-        ),
-        "bearer_token": string,
-        "bearer_token_file": not_allowed,
-        "proxy_url": not_allowed,
-        "tls_config": tls_config,
-        "follow_redirects": boolean,
-        "enable_http2": boolean,
-    }
-)
+_HTTP_FIELDS: dict[str, Check] = {
+    "basic_auth": obj({"username": string, "password": string, "password_file": not_allowed}),
+    "authorization": obj({"type": string, "credentials": string, "credentials_file": not_allowed}),
+    "oauth2": obj(
+        {
+            "client_id": string,
+            "client_secret": string,
+            "client_secret_file": not_allowed,
+            "scopes": string_list,
+            "token_url": oauth2_token_url,
+            "endpoint_params": map_of_strings,
+            "tls_config": tls_config,
+            "proxy_url": not_allowed,
+        }
+    ),
+    "bearer_token": string,
+    "bearer_token_file": not_allowed,
+    "proxy_url": not_allowed,
+    "tls_config": tls_config,
+    "follow_redirects": boolean,
+    "enable_http2": boolean,
+}
 
 
-def http_config(value: Any, path: str) -> None:
-    """prometheus/common HTTPClientConfig, including its Validate()."""
-    _http_config_shape(value, path)
+def _http_config_rules(value: Any, path: str) -> None:
+    """prometheus/common HTTPClientConfig.Validate()."""
     bearer = bool(value.get("bearer_token"))
     basic = value.get("basic_auth") is not None
     oauth2 = value.get("oauth2")
@@ -214,3 +249,6 @@ def http_config(value: Any, path: str) -> None:
         ):
             if not oauth2.get(key):
                 raise ConfigError(message, join(path, f"oauth2.{key}"))
+
+
+http_config = obj(_HTTP_FIELDS, _http_config_rules)

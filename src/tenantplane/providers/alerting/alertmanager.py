@@ -10,15 +10,18 @@ the previous files back (and reloads them) before the write is refused.
 
 from __future__ import annotations
 
-import os
+import asyncio
+import fcntl
 import re
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
 import structlog
 
 from tenantplane.alerting.render import dump_yaml, shared_config, shared_template_files
+from tenantplane.files import write_private
 from tenantplane.providers.alerting.base import (
     AlertingBackend,
     BackendNamingError,
@@ -27,6 +30,7 @@ from tenantplane.providers.alerting.base import (
     Document,
     Target,
 )
+from tenantplane.providers.http_pool import PooledClient
 
 log = structlog.get_logger(__name__)
 TEMPLATE_DIR = "templates"
@@ -36,9 +40,8 @@ Snapshot = dict[Path, str | None]
 
 
 def _atomic_write(path: Path, contents: str) -> None:
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(contents, encoding="utf-8")
-    os.replace(temporary, path)
+    # Owner-only: the configuration holds the receivers' credentials of every tenant.
+    write_private(path, contents)
 
 
 class SharedAlertmanagerBackend(AlertingBackend):
@@ -49,7 +52,22 @@ class SharedAlertmanagerBackend(AlertingBackend):
         self.url = url.rstrip("/")
         self.config_file = config_file
         self.template_dir = config_file.parent / TEMPLATE_DIR
-        self.timeout = timeout
+        self.http = PooledClient(timeout=timeout)
+        self._render = asyncio.Lock()
+
+    @asynccontextmanager
+    async def render_lock(self) -> AsyncIterator[None]:
+        # One render at a time in this process, and across the processes sharing the file
+        # (an exclusive flock beside it), so that the last render holds every change.
+        async with self._render:
+            self.config_file.parent.mkdir(parents=True, exist_ok=True)
+            lock_path = self.config_file.with_name(f".{self.config_file.name}.lock")
+            with lock_path.open("a") as handle:
+                await asyncio.to_thread(fcntl.flock, handle, fcntl.LOCK_EX)
+                try:
+                    yield
+                finally:
+                    fcntl.flock(handle, fcntl.LOCK_UN)
 
     def check(self, tenant: str, document: Document) -> None:
         prefix = f"{tenant}."
@@ -118,8 +136,7 @@ class SharedAlertmanagerBackend(AlertingBackend):
 
     async def reload(self) -> None:
         try:
-            async with httpx.AsyncClient(timeout=self.timeout) as client:
-                response = await client.post(self.url + "/-/reload")
+            response = await self.http.client.post(self.url + "/-/reload")
         except httpx.HTTPError as exc:
             raise BackendUnavailable(f"Alertmanager is unreachable: {type(exc).__name__}") from exc
         if response.status_code == 200:
@@ -128,3 +145,6 @@ class SharedAlertmanagerBackend(AlertingBackend):
         if response.status_code == 500 and "reload" in text:
             raise BackendRejected(f"Alertmanager rejected the configuration: {text}")
         raise BackendUnavailable(f"Alertmanager answered {response.status_code} to a reload")
+
+    async def aclose(self) -> None:
+        await self.http.aclose()

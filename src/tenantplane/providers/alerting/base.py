@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +58,12 @@ class AlertingBackend:
     def check(self, tenant: str, document: Document) -> None:
         """Rules of this backend beyond Alertmanager's own (raise BackendNamingError)."""
 
+    @asynccontextmanager
+    async def render_lock(self) -> AsyncIterator[None]:
+        """Held while reading every tenant's documents and applying them, by backends that
+        render all tenants into one configuration (one render at a time); others: none."""
+        yield
+
     async def fetch(self, target: Target) -> Document | None:
         """The configuration the backend already holds for a tenant new to this service."""
         return None
@@ -66,6 +73,9 @@ class AlertingBackend:
 
     async def remove(self, target: Target) -> None:
         """Forget the tenant's configuration (reset to the default)."""
+
+    async def aclose(self) -> None:
+        """Close the connections to the backend (at shutdown)."""
 
 
 class DatabaseBackend(AlertingBackend):

@@ -23,6 +23,7 @@ from tenantplane.providers.alerting.base import (
     Document,
     Target,
 )
+from tenantplane.providers.http_pool import PooledClient
 
 log = structlog.get_logger(__name__)
 CONFIG_PATH = "/api/v1/alerts"
@@ -52,7 +53,7 @@ def user_config_yaml(document: Document) -> str:
 class MimirClient:
     def __init__(self, base_url: str, timeout: float) -> None:
         self.base_url = base_url.rstrip("/")
-        self.timeout = timeout
+        self.http = PooledClient(timeout=timeout)
 
     async def _request(
         self, method: str, credentials: Credentials, content: str | None = None
@@ -61,14 +62,13 @@ class MimirClient:
         if content is not None:
             headers["Content-Type"] = "application/yaml"
         try:
-            async with httpx.AsyncClient(timeout=self.timeout) as client:
-                return await client.request(
-                    method,
-                    self.base_url + CONFIG_PATH,
-                    headers=headers,
-                    auth=_basic_auth(credentials),
-                    content=content,
-                )
+            return await self.http.client.request(
+                method,
+                self.base_url + CONFIG_PATH,
+                headers=headers,
+                auth=_basic_auth(credentials),
+                content=content,
+            )
         except httpx.HTTPError as exc:
             log.warning("mimir unreachable", error=str(exc), method=method)
             raise BackendUnavailable(f"Mimir is unreachable: {type(exc).__name__}") from exc
@@ -130,3 +130,6 @@ class MimirBackend(AlertingBackend):
     async def remove(self, target: Target) -> None:
         assert target.credentials is not None
         await self.client.delete(target.credentials)
+
+    async def aclose(self) -> None:
+        await self.client.http.aclose()

@@ -1,4 +1,4 @@
-"""Identity: OpenID Connect token verification (the ``TokenVerifier`` of http/auth.py)."""
+"""Identity: OpenID Connect token verification (the ``TokenVerifier`` of tenantplane/access.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """The identity provider's discovery document and signing keys, fetched and cached.
 
-Fetched with httpx's async client, so a fetch never blocks the event loop. One lock per
-cache makes concurrent requests share a fetch instead of stampeding the provider.
+Fetched with httpx's async client, so a fetch never blocks the event loop, through one
+pooled client for the life of the process. One lock per cache makes concurrent requests
+share a fetch instead of stampeding the provider.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from urllib.parse import urlsplit
 
 import httpx
 import structlog
+
+from tenantplane.providers.http_pool import PooledClient
 
 log = structlog.get_logger(__name__)
 
@@ -106,7 +109,8 @@ class KeyCache:
     ) -> None:
         check_transport(issuer, "TENANTPLANE_OIDC_ISSUER")
         self.issuer = issuer
-        self.timeout = timeout
+        # Redirects are not followed: the discovery document and keys come from the issuer.
+        self.http = PooledClient(timeout=timeout, follow_redirects=False)
         self.max_age = max_age
         self.min_refresh_interval = min_refresh_interval
         self.clock = clock
@@ -137,6 +141,9 @@ class KeyCache:
             self._forced_at = self.clock()
             return await self._load()
 
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
     def _expired(self) -> bool:
         return self.clock() - self._loaded_at >= self.max_age
 
@@ -156,21 +163,21 @@ class KeyCache:
         return keys
 
     async def _fetch(self) -> ProviderKeys:
-        async with httpx.AsyncClient(timeout=self.timeout, follow_redirects=False) as http:
-            discovery = await _get_json(http, self.issuer.rstrip("/") + DISCOVERY_PATH)
-            issuer = discovery.get("issuer")
-            if not isinstance(issuer, str) or not _same_issuer(issuer, self.issuer):
-                raise ProviderUnavailable(
-                    f"discovery document names issuer {issuer!r}, expected {self.issuer!r}"
-                )
-            jwks_uri = discovery.get("jwks_uri")
-            if not isinstance(jwks_uri, str):
-                raise ProviderUnavailable("discovery document has no jwks_uri")
-            try:
-                check_transport(jwks_uri, "jwks_uri")
-            except ValueError as exc:
-                raise ProviderUnavailable(str(exc)) from exc
-            jwks = await _get_json(http, jwks_uri)
+        http = self.http.client
+        discovery = await _get_json(http, self.issuer.rstrip("/") + DISCOVERY_PATH)
+        issuer = discovery.get("issuer")
+        if not isinstance(issuer, str) or not _same_issuer(issuer, self.issuer):
+            raise ProviderUnavailable(
+                f"discovery document names issuer {issuer!r}, expected {self.issuer!r}"
+            )
+        jwks_uri = discovery.get("jwks_uri")
+        if not isinstance(jwks_uri, str):
+            raise ProviderUnavailable("discovery document has no jwks_uri")
+        try:
+            check_transport(jwks_uri, "jwks_uri")
+        except ValueError as exc:
+            raise ProviderUnavailable(str(exc)) from exc
+        jwks = await _get_json(http, jwks_uri)
         raw_keys = jwks.get("keys")
         if not isinstance(raw_keys, list):
             raise ProviderUnavailable("JWKS has no keys array")

@@ -47,6 +47,9 @@ class OidcVerifier:
         self.audience = audience
         self.leeway = leeway
 
+    async def aclose(self) -> None:
+        await self.keys.aclose()
+
     async def verify(self, token: str) -> str:
         algorithm, kid = _header(token)
         provider = await self._provider_keys()

@@ -20,6 +20,8 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.db.base import utcnow
@@ -55,9 +57,7 @@ class SimulatorOrchestrator:
             now = utcnow()
             row = await self._get(session, spec.uid)
             if row is None:
-                row = self._provision(spec, now)
-                session.add(row)
-                return observe(row)
+                return observe(await self._provision(session, spec, now))
             if row.stage in (Stage.deleting, _DELETED):
                 self._advance(row, now, spec)
                 return observe(row)
@@ -121,8 +121,31 @@ class SimulatorOrchestrator:
             raise UnknownSimulatedCluster(uid)
         return row
 
-    def _provision(self, spec: ClusterSpec, now: datetime) -> SimulatedCluster:
-        return SimulatedCluster(
+    async def _provision(
+        self, session: AsyncSession, spec: ClusterSpec, now: datetime
+    ) -> SimulatedCluster:
+        """Create the deployment, counting every provisioning call received.
+
+        A call that finds no deployment provisions one. Two such calls for one cluster (two
+        reconcilers that both believe they hold its lease) both count: the second finds the
+        first's row at insert time and increments ``provision_count`` instead of failing, as
+        a real host cluster would have received two creates.
+        """
+        values = self._new_deployment(spec, now)
+        builder = sqlite_insert if self.database.is_sqlite else pg_insert
+        insert = builder(SimulatedCluster).values(**values)
+        await session.execute(
+            insert.on_conflict_do_update(
+                index_elements=[SimulatedCluster.uid],
+                set_={"provision_count": SimulatedCluster.provision_count + 1},
+            )
+        )
+        row = await self._get(session, spec.uid)
+        assert row is not None
+        return row
+
+    def _new_deployment(self, spec: ClusterSpec, now: datetime) -> dict[str, object]:
+        return dict(
             uid=spec.uid,
             name=spec.name,
             high_availability=spec.high_availability,

@@ -35,7 +35,9 @@ class SimulatedCluster(Base):
     etcd_failed: Mapped[int] = mapped_column(Integer, default=0)
     endpoint: Mapped[str] = mapped_column(String(255))
     certificate_authority: Mapped[str] = mapped_column(Text)
-    # Journal of operations started, for proving that nothing was done twice.
+    # Operations received, for proving that nothing was done twice: provisioning calls
+    # (each call that found no deployment, concurrent ones included), upgrades started and
+    # deletions started.
     provision_count: Mapped[int] = mapped_column(Integer, default=0)
     upgrade_count: Mapped[int] = mapped_column(Integer, default=0)
     delete_count: Mapped[int] = mapped_column(Integer, default=0)

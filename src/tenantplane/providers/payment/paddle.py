@@ -9,15 +9,19 @@
 * Webhooks are verified with the SDK's ``Verifier`` (``Paddle-Signature``: HMAC-SHA256 over
   ``ts:body``; timestamps outside the tolerance are refused).
 
-The SDK is synchronous (``requests``): calls run in a worker thread with a timeout. Its
-base URL comes from ``Options.environment.base_url``; ``TENANTPLANE_PADDLE_API_URL`` replaces
-it (a proxy, or the loopback fake in the tests).
+The SDK is synchronous (``requests``): calls run in a worker thread with a timeout. Each
+call gets its own SDK client (the SDK keeps per-request state on it), but every client's
+session borrows the same connection pools (urllib3's, thread-safe), so connections to Paddle
+are reused between calls and closed once, by ``aclose``. Its base URL comes from
+``Options.environment.base_url``; ``TENANTPLANE_PADDLE_API_URL`` replaces it (a proxy, or
+the loopback fake in the tests).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from decimal import Decimal
@@ -55,12 +59,15 @@ from paddle_billing.Resources.Transactions.Operations.Price import (
     TransactionNonCatalogPriceWithProduct,
     TransactionNonCatalogProduct,
 )
+from requests.adapters import BaseAdapter
 
 from tenantplane.config import Settings
+from tenantplane.providers.http_pool import close_adapters
 from tenantplane.providers.payment.port import (
     ChargeRequest,
     PortalSession,
     ProviderNotFound,
+    ProviderSubscription,
     ProviderTransaction,
     ProviderUnavailable,
 )
@@ -124,6 +131,31 @@ def _get(data: Any, *path: str) -> Any:
     return data
 
 
+class _SharedConnections:
+    """The connection adapters of the SDK's first session, mounted on every later one.
+
+    The SDK's own adapters are kept (its retry policy on https included); only their pools
+    are shared instead of being built, and left to the garbage collector, per call.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._adapters: dict[str, BaseAdapter] | None = None
+
+    def lend(self, session: requests.Session) -> None:
+        with self._lock:
+            if self._adapters is None:
+                self._adapters = dict(session.adapters)
+            adapters = self._adapters
+        for prefix, adapter in adapters.items():
+            session.mount(prefix, adapter)
+
+    def close(self) -> None:
+        with self._lock:
+            adapters, self._adapters = self._adapters, None
+        close_adapters((adapters or {}).values())
+
+
 class PaddleProvider:
     name = "paddle"
 
@@ -143,6 +175,7 @@ class PaddleProvider:
         self.timeout = timeout
         self.tolerance_seconds = tolerance_seconds
         self.payment_terms_days = payment_terms_days
+        self._connections = _SharedConnections()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> PaddleProvider:
@@ -161,14 +194,20 @@ class PaddleProvider:
     def configured(self) -> bool:
         return bool(self._api_key)
 
+    async def aclose(self) -> None:
+        """Close the connections to Paddle (at shutdown)."""
+        self._connections.close()
+
     def _client(self) -> Any:
         # One client per call: the SDK keeps per-request state on the client object.
-        return Client(
+        client = Client(
             self._api_key,
             options=Options(environment=_Endpoint(self.base_url)),
             timeout=self.timeout,
             logger=_SDK_LOGGER,
         )
+        self._connections.lend(client.client)
+        return client
 
     async def _call(self, what: str, work: Callable[[Any], T]) -> T:
         if not self.configured:
@@ -328,6 +367,9 @@ class PaddleProvider:
             id=transaction.id,
             status=transaction.status.value,
             currency=currency,
+            customer_id=str(transaction.customer_id or ""),
+            subtotal=from_lowest_unit(totals.subtotal, currency),
+            discount=from_lowest_unit(totals.discount, currency),
             tax=from_lowest_unit(totals.tax, currency),
             total=from_lowest_unit(totals.total, currency),
             invoice_number=transaction.invoice_number,
@@ -341,10 +383,21 @@ class PaddleProvider:
             id=str(data.get("id") or ""),
             status=str(data.get("status") or ""),
             currency=currency,
+            customer_id=str(data.get("customer_id") or ""),
+            subtotal=from_lowest_unit(_get(data, "details", "totals", "subtotal"), currency),
+            discount=from_lowest_unit(_get(data, "details", "totals", "discount"), currency),
             tax=from_lowest_unit(_get(data, "details", "totals", "tax"), currency),
             total=from_lowest_unit(_get(data, "details", "totals", "total"), currency),
             invoice_number=_string_or_none(data.get("invoice_number")),
             invoice_uid=_string_or_none(_get(data, "custom_data", INVOICE_UID_KEY)),
+        )
+
+    def parse_subscription(self, data: Mapping[str, object]) -> ProviderSubscription:
+        """A subscription entity as Paddle sends it in a webhook's ``data``."""
+        return ProviderSubscription(
+            id=str(data.get("id") or ""),
+            customer_id=str(data.get("customer_id") or ""),
+            status=str(data.get("status") or ""),
         )
 
 

@@ -62,10 +62,23 @@ class ProviderTransaction:
     id: str
     status: str  # the provider's own word: billed, completed, past_due, …
     currency: str
+    customer_id: str
+    # Before tax: the items' amount and the discount taken off it (None: not reported).
+    subtotal: Decimal | None
+    discount: Decimal | None
     tax: Decimal | None
     total: Decimal | None
     invoice_number: str | None
     invoice_uid: str | None  # our correlation id, from the transaction's custom data
+
+
+@dataclass(frozen=True)
+class ProviderSubscription:
+    """What billing keeps of a provider subscription: whose it is and its standing."""
+
+    id: str
+    customer_id: str
+    status: str  # the provider's own word: active, past_due, paused, canceled, …
 
 
 @dataclass(frozen=True)
@@ -107,6 +120,11 @@ class PaymentProvider(Protocol):
 
     def parse_transaction(self, data: Mapping[str, object]) -> ProviderTransaction: ...
 
+    def parse_subscription(self, data: Mapping[str, object]) -> ProviderSubscription: ...
+
+    async def aclose(self) -> None:
+        """Close the connections to the provider (at shutdown)."""
+
 
 class NoPaymentProvider:
     """No merchant of record: invoices are issued and stay Draft; provider calls are 503."""
@@ -138,3 +156,9 @@ class NoPaymentProvider:
 
     def parse_transaction(self, data: Mapping[str, object]) -> ProviderTransaction:
         raise BillingNotConfigured()
+
+    def parse_subscription(self, data: Mapping[str, object]) -> ProviderSubscription:
+        raise BillingNotConfigured()
+
+    async def aclose(self) -> None:
+        return None

@@ -1,41 +1,42 @@
-"""Authentication (API keys, OIDC tokens) and per-route access levels.
+"""Authentication (API keys, OIDC tokens) and the dependencies that enforce access levels.
 
-Every route declares its access level through one of the ``Annotated`` aliases below, so
-the level is visible in the route's signature and discoverable by introspection
-(``access_level_of``). The order of checks is fixed: authenticate (401), validate the
-tenant name (400), resolve membership in that tenant (403), check the role (403). A caller
+It joins the HTTP layer to the features that hold credentials (API keys), memberships
+(members) and tenant states, so it belongs to none of them. Every route declares its access
+level through one of the ``Annotated`` aliases below, so the level is visible in the route's
+signature and discoverable by introspection (``tenantplane.http.access.access_level_of``).
+The order of checks is fixed: authenticate (401), validate the tenant name (400), resolve
+membership in that tenant (403), check the role (403), and for a write (POST, PUT, PATCH,
+DELETE) check that the tenant is active (403 TENANT_SUSPENDED or TENANT_CANCELLED). A caller
 who is not a member of a tenant gets the same 403 whether the tenant exists or not.
 """
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any, Protocol
+from typing import Annotated, Protocol
 
 from fastapi import Depends, Request
 
 from tenantplane.apikey.repository import ApiKeyRepository
-from tenantplane.apikey.tokens import hash_key, looks_like_key
+from tenantplane.apikey.tokens import candidate_hashes, hash_key, looks_like_key
 from tenantplane.db.session import SessionDep
+from tenantplane.http.access import Access, AccessCheck, tag_access
 from tenantplane.http.errors import Forbidden, Unauthenticated
 from tenantplane.http.names import TenantPath, path_name
+from tenantplane.keys import KeyRing
 from tenantplane.member.models import Role
 from tenantplane.member.repository import MemberRepository
-
-
-class Access(enum.StrEnum):
-    public = "public"
-    authenticated = "authenticated"  # any valid credential, whatever the tenant
-    member = "member"
-    admin = "admin"
+from tenantplane.tenant.models import TenantState
+from tenantplane.tenant.service import check_writable
 
 
 class TokenVerifier(Protocol):
     async def verify(self, token: str) -> str:
         """Return the verified email of an identity token, or raise Unauthenticated."""
+
+    async def aclose(self) -> None:
+        """Close the connections to the identity provider (at shutdown)."""
 
 
 @dataclass(frozen=True)
@@ -78,12 +79,20 @@ def _bearer_token(request: Request) -> str:
 async def _api_key_identity(request: Request, session: SessionDep, raw_key: str) -> Identity:
     settings = request.app.state.settings
     repository = ApiKeyRepository.from_session(session)
-    key = await repository.find_by_hash(hash_key(request.app.state.api_key_secret, raw_key))
+    keys: KeyRing = request.app.state.keys
+    candidates = candidate_hashes(keys, raw_key)
+    key = await repository.find_by_hash(candidates)
     now = datetime.now(UTC)
-    if key is None:
+    # The hash must have been made the way the row says (a legacy hash never passes for a
+    # derived one, nor one secret key's for another's).
+    if key is None or candidates[key.key_hash] != key.key_derivation:
         raise Unauthenticated("invalid API key")
     if key.expires_at is not None and key.expires_at <= now:
         raise Unauthenticated("API key expired")
+    if key.key_derivation != keys.current.derivation:
+        # Made under a fallback or before derivation: re-hashed now that the raw key is here.
+        new_hash, derivation = hash_key(keys, raw_key)
+        await repository.rehash(key.id, key.key_hash, new_hash, derivation)
     resolution = timedelta(seconds=settings.api_key_last_used_resolution_seconds)
     if key.last_used_at is None or key.last_used_at < now - resolution:
         await repository.touch(key.id, now, now - resolution)
@@ -134,11 +143,19 @@ async def resolve_principal(identity: Identity, tenant: str, session: SessionDep
     )
 
 
-AccessCheck = Callable[..., Awaitable[Any]]
+# Methods that change something: refused for a tenant that is not active.
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
-def require(level: Access) -> AccessCheck:
-    """The dependency enforcing ``level``; tagged so tests can read a route's level."""
+_INACTIVE_STATES = frozenset(TenantState) - {TenantState.active}
+
+
+def require(level: Access, *, writable_in: frozenset[TenantState] = frozenset()) -> AccessCheck:
+    """The dependency enforcing ``level``; tagged so tests can read a route's level.
+
+    ``writable_in``: the states besides active in which the route's writes are allowed
+    (only for writes that change nothing of the tenant's and that an inactive tenant needs).
+    """
 
     async def public() -> None:
         return None
@@ -147,28 +164,41 @@ def require(level: Access) -> AccessCheck:
         return identity
 
     async def tenant_scoped(
-        identity: AuthenticatedIdentity, tenant: TenantPath, session: SessionDep
+        request: Request, identity: AuthenticatedIdentity, tenant: TenantPath, session: SessionDep
     ) -> Principal:
         principal = await resolve_principal(identity, tenant, session)
         if level is Access.admin and not principal.is_admin:
             raise Forbidden("admin access required")
+        # A write allowed in every state needs no look at the state, nor the lock that
+        # orders it against state changes (it may call a remote service: the payment portal).
+        if request.method in WRITE_METHODS and not writable_in >= _INACTIVE_STATES:
+            await check_writable(session, principal.tenant_id, writable_in)
         return principal
 
     checks: dict[Access, AccessCheck] = {
         Access.public: public,
         Access.authenticated: authenticated,
     }
-    check = checks.get(level, tenant_scoped)
-    check.access_level = level  # type: ignore[attr-defined]
+    check = tag_access(checks.get(level, tenant_scoped), level)
+    check.writable_in = writable_in  # type: ignore[attr-defined]
     return check
 
 
-def access_level_of(dependency: object) -> Access | None:
-    level = getattr(dependency, "access_level", None)
-    return level if isinstance(level, Access) else None
+def writable_in_of(dependency: object) -> frozenset[TenantState]:
+    """The inactive states in which a route declared through ``dependency`` may write."""
+    states: object = getattr(dependency, "writable_in", None)
+    if not isinstance(states, frozenset):
+        return frozenset()
+    return frozenset(state for state in states if isinstance(state, TenantState))
 
 
 Public = Annotated[None, Depends(require(Access.public))]
 AnyCaller = Annotated[Identity, Depends(require(Access.authenticated))]
 TenantMember = Annotated[Principal, Depends(require(Access.member))]
 TenantAdmin = Annotated[Principal, Depends(require(Access.admin))]
+# An admin operation that changes nothing of the tenant's and that a suspended or cancelled
+# tenant needs to settle its account (the payment portal).
+TenantAdminInAnyState = Annotated[
+    Principal,
+    Depends(require(Access.admin, writable_in=frozenset(TenantState) - {TenantState.active})),
+]

@@ -1,0 +1,68 @@
+"""One secret, one purpose: the keys derived from TENANTPLANE_SECRET_KEY.
+
+Each use of the secret key gets its own key, derived with HKDF-SHA256 under a label of its
+own (``Purpose``), so that no two mechanisms ever share key material: the keyed hash of API
+keys, and the encryption of stored credentials. Rows that depend on a key record which
+derivation made them (``key_derivation``): ``hkdf-sha256:<id>``, where the id names the
+secret key it came from (a fingerprint, derived under a label of its own too), or ``legacy``
+for rows made before keys were derived (the secret key itself keyed the API-key hash).
+
+Rotation (docs/security.md): the new secret key becomes TENANTPLANE_SECRET_KEY and the old
+one is listed in TENANTPLANE_SECRET_KEY_FALLBACKS; rows made under any key of the ring stay
+readable, API-key hashes are re-made with the current key when their key is next used, and
+``tenantplane keys rotate`` re-encrypts stored credentials at once.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+LEGACY = "legacy"
+DERIVATION_PREFIX = "hkdf-sha256:"
+_KEY_ID_LABEL = b"tenantplane/v1/key-id"
+
+
+class Purpose(enum.Enum):
+    """The HKDF info label of each use of the secret key."""
+
+    api_key_hash = b"tenantplane/v1/api-key-hash"
+    stored_credentials = b"tenantplane/v1/stored-credentials"
+
+
+def _hkdf(secret: bytes, info: bytes) -> bytes:
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=info).derive(secret)
+
+
+class RootKey:
+    """One secret key and the keys derived from it (computed once)."""
+
+    def __init__(self, secret: bytes) -> None:
+        if not secret:
+            raise ValueError("a secret key cannot be empty")
+        self.secret = secret
+        self.derivation = DERIVATION_PREFIX + _hkdf(secret, _KEY_ID_LABEL)[:6].hex()
+        self._derived = {purpose: _hkdf(secret, purpose.value) for purpose in Purpose}
+
+    def key(self, purpose: Purpose) -> bytes:
+        return self._derived[purpose]
+
+
+class KeyRing:
+    """The current secret key, which makes every new hash and ciphertext, and the fallbacks,
+    which only read what earlier keys made."""
+
+    def __init__(self, current: bytes, fallbacks: Iterable[bytes] = ()) -> None:
+        self.current = RootKey(current)
+        self.fallbacks = tuple(RootKey(secret) for secret in fallbacks if secret != current)
+
+    @property
+    def all(self) -> tuple[RootKey, ...]:
+        return (self.current, *self.fallbacks)
+
+    def find(self, derivation: str) -> RootKey | None:
+        """The key a row's ``key_derivation`` names, if it is in the ring."""
+        return next((root for root in self.all if root.derivation == derivation), None)

@@ -1,0 +1,153 @@
+"""A frozen session must not stall the API: writes behind a held lock fail fast with a
+retryable 503, the server ends a session left idle in a transaction, and a process that
+cannot get a connection answers 503 instead of hanging."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+from fastapi import FastAPI
+from sqlalchemy import text
+
+from tenantplane.db.engine import Database, DatabaseOptions
+from tenantplane.db.migrate import upgrade
+from tests.backends import postgres_database
+from tests.conftest import TEST_SECRET, make_settings
+from tests.factories import Factory, TenantFixture
+from tests.http_client import api_client, bearer, running_app
+
+DEADLINE_SECONDS = 30.0
+SYNC = [{"cluster": "prod", "namespace": "default"}]
+
+
+@dataclass
+class Deployment:
+    url: str
+    app: FastAPI
+    client: httpx.AsyncClient
+    factory: Factory
+
+
+@pytest.fixture
+async def postgres(tmp_path: Path) -> AsyncIterator[Deployment]:
+    """An API on a PostgreSQL database of its own, with a lock timeout short for a test."""
+    with postgres_database("tenantplane_timeouts") as url:
+        await asyncio.to_thread(upgrade, url)
+        database = Database.connect(url)
+        settings = make_settings(url, tmp_path, run_reconcilers=False, db_lock_timeout_seconds=0.2)
+        try:
+            async with running_app(settings) as app, api_client(app) as client:
+                yield Deployment(url, app, client, Factory(database, TEST_SECRET.encode()))
+        finally:
+            await database.dispose()
+
+
+def _dsn(url: str) -> str:
+    return url.replace("postgresql+psycopg://", "postgresql://")
+
+
+async def _secret(deployment: Deployment) -> tuple[TenantFixture, str, dict[str, Any]]:
+    tenant = await deployment.factory.tenant()
+    await deployment.factory.cluster_row(tenant.id, "prod")
+    response = await deployment.client.post(
+        f"{tenant.path}/secrets",
+        json={"name": "db-creds", "secretPath": "apps/db", "sync": []},
+        headers=bearer(tenant.admin_key),
+    )
+    assert response.status_code == 201, response.text
+    return tenant, f"{tenant.path}/secrets/db-creds", response.json()
+
+
+async def test_a_write_behind_a_held_row_lock_answers_503_and_changes_nothing(
+    postgres: Deployment,
+) -> None:
+    tenant, path, created = await _secret(postgres)
+    # Another session (a frozen worker) holds the secret's row lock, idle in its transaction.
+    async with await psycopg.AsyncConnection.connect(_dsn(postgres.url)) as frozen:
+        await frozen.execute("SELECT id FROM secrets WHERE name = 'db-creds' FOR UPDATE")
+        response = await postgres.client.patch(
+            path, json={"sync": SYNC}, headers=bearer(tenant.admin_key)
+        )
+        assert response.status_code == 503, response.text
+        assert response.json()["code"] == "DATABASE_BUSY"
+        assert int(response.headers["Retry-After"]) >= 1
+        await frozen.rollback()
+    unchanged = await postgres.client.get(path, headers=bearer(tenant.admin_key))
+    assert unchanged.json()["sync"] == []
+    assert unchanged.json()["resourceVersion"] == created["resourceVersion"]
+    # The lock gone, the same write goes through.
+    retried = await postgres.client.patch(
+        path, json={"sync": SYNC}, headers=bearer(tenant.admin_key)
+    )
+    assert retried.status_code == 200, retried.text
+
+
+async def test_a_session_idle_in_a_transaction_is_ended_and_its_locks_released(
+    postgres: Deployment,
+) -> None:
+    tenant, path, _ = await _secret(postgres)
+    # A process of ours, frozen while it holds a row lock in an open transaction.
+    frozen = Database.connect(
+        postgres.url, DatabaseOptions(idle_in_transaction_timeout_seconds=0.5)
+    )
+    try:
+        async with frozen.sessionmaker() as session:
+            await session.execute(text("SELECT id FROM secrets WHERE name = 'db-creds' FOR UPDATE"))
+            pid = (await session.execute(text("SELECT pg_backend_pid()"))).scalar()
+            await _until_gone(postgres.url, pid)
+            with pytest.raises(Exception, match="idle-in-transaction"):
+                await session.execute(text("SELECT 1"))
+    finally:
+        await frozen.dispose()
+    response = await postgres.client.patch(
+        path, json={"sync": SYNC}, headers=bearer(tenant.admin_key)
+    )
+    assert response.status_code == 200, response.text
+
+
+async def _until_gone(url: str, pid: Any) -> None:
+    """Poll until the server has ended backend ``pid`` (with a deadline)."""
+    loop = asyncio.get_running_loop()
+    give_up = loop.time() + DEADLINE_SECONDS
+    async with await psycopg.AsyncConnection.connect(_dsn(url), autocommit=True) as watcher:
+        while True:
+            cursor = await watcher.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (pid,)
+            )
+            row = await cursor.fetchone()
+            if row is not None and row[0] == 0:
+                return
+            assert loop.time() < give_up, "the idle transaction was never ended"
+            await asyncio.sleep(0.05)
+
+
+async def test_no_free_connection_answers_503_instead_of_hanging(
+    database: Database, database_url: str, tmp_path: Path, factory: Factory
+) -> None:
+    tenant = await factory.tenant()
+    settings = make_settings(
+        database_url,
+        tmp_path,
+        run_reconcilers=False,
+        db_pool_size=1,
+        db_max_overflow=0,
+        db_pool_timeout_seconds=0.2,
+    )
+    async with running_app(settings) as app, api_client(app) as client:
+        engine = app.state.database.engine
+        async with engine.connect() as held:  # the process's only connection, in use
+            await held.execute(text("SELECT 1"))
+            response = await client.get(f"{tenant.path}/secrets", headers=bearer(tenant.admin_key))
+            assert response.status_code == 503, response.text
+            assert response.json()["code"] == "DATABASE_UNAVAILABLE"
+            assert int(response.headers["Retry-After"]) >= 1
+        # Free again: the next request is served.
+        response = await client.get(f"{tenant.path}/secrets", headers=bearer(tenant.admin_key))
+        assert response.status_code == 200, response.text

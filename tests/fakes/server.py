@@ -1,0 +1,87 @@
+"""What every loopback fake shares: a quiet HTTP/1.1 handler and a server that counts connections.
+
+The fakes speak HTTP/1.1 with keep-alive, as the services they stand in for do, so a client
+that pools its connections is seen to reuse them. ``LoopbackServer`` records every accepted
+connection by the client's port and notices when the client closes it: tests assert how
+many connections a backend opened, and that shutting the application down closed them.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+# Long enough for a loaded machine; only reached when the awaited event never happens.
+WAIT_SECONDS = 10.0
+
+
+class QuietHandler(BaseHTTPRequestHandler):
+    """Keep-alive (every answer must carry Content-Length) and no access log on stderr."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, message_format: str, /, *args: Any) -> None:
+        return
+
+
+class LoopbackServer(ThreadingHTTPServer):
+    """A threaded server on 127.0.0.1 that knows which client connections it has seen."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(("127.0.0.1", 0), handler)
+        self._peers: list[int] = []
+        self._open: set[socket.socket] = set()
+        self._changed = threading.Condition()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    @property
+    def connections(self) -> int:
+        """Connections accepted so far (distinct client ports)."""
+        with self._changed:
+            return len(set(self._peers))
+
+    @property
+    def open_connections(self) -> int:
+        with self._changed:
+            return len(self._open)
+
+    def wait_until_closed(self) -> bool:
+        """True once the clients have closed every connection (False after the deadline)."""
+        with self._changed:
+            return self._changed.wait_for(lambda: not self._open, timeout=WAIT_SECONDS)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._changed:
+            self._peers.append(client_address[1])
+            self._open.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        # Called once the handler has seen the client close the connection (or failed).
+        super().shutdown_request(request)
+        with self._changed:
+            self._open.discard(request)
+            self._changed.notify_all()
+
+
+@contextmanager
+def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[LoopbackServer]:
+    """Serve ``handler`` on a free loopback port until the block ends."""
+    server = LoopbackServer(handler)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=WAIT_SECONDS)

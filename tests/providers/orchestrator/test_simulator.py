@@ -1,0 +1,100 @@
+"""The simulated orchestrator counts the provisioning calls it receives, so that tests can
+prove a cluster was provisioned once by the calls that arrived, not by a field set once."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+from sqlalchemy import text
+
+from tenantplane.db.base import utcnow
+from tenantplane.db.engine import Database
+from tenantplane.providers.orchestrator import ClusterSpec
+from tenantplane.providers.orchestrator.simulator import SimulatorOrchestrator
+from tenantplane.providers.orchestrator.simulator_models import SimulatedCluster
+
+DEADLINE_SECONDS = 30.0
+WAITING_ON_A_TRANSACTION = text(
+    "SELECT count(*) FROM pg_locks WHERE locktype = 'transactionid' AND NOT granted"
+)
+
+
+def spec() -> ClusterSpec:
+    return ClusterSpec(
+        uid=uuid.uuid4().hex,
+        name="dev",
+        tenant="acme",
+        version="1.33",
+        patch=4,
+        high_availability=False,
+        cpu="1",
+        memory="1Gi",
+        storage="10Gi",
+    )
+
+
+async def provision_count(orchestrator: SimulatorOrchestrator, uid: str) -> int:
+    state = await orchestrator.state(uid)
+    assert state is not None
+    return state.provision_count
+
+
+async def test_later_calls_observe_the_deployment_without_provisioning_again(
+    database: Database,
+) -> None:
+    orchestrator = SimulatorOrchestrator(database, step_seconds=3600)
+    wanted = spec()
+    first = await orchestrator.apply(wanted)
+    again = await orchestrator.apply(wanted)
+    assert again.endpoint == first.endpoint
+    assert await provision_count(orchestrator, wanted.uid) == 1
+    # A second cluster is a provisioning of its own, counted on its own deployment.
+    other = spec()
+    await orchestrator.apply(other)
+    assert await provision_count(orchestrator, other.uid) == 1
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+async def test_two_calls_that_both_find_no_deployment_count_twice(database: Database) -> None:
+    """Two reconcilers that both believe they hold a cluster's lease both provision it: the
+    count shows 2 (SQLite runs one writing transaction at a time: the second call would find
+    the first's deployment, so this race exists on PostgreSQL only)."""
+    orchestrator = SimulatorOrchestrator(database, step_seconds=3600)
+    wanted = spec()
+    loop = asyncio.get_running_loop()
+    async with database.sessionmaker() as blocker, blocker.begin():
+        # An uncommitted deployment of the same uid: invisible to both calls' reads, so both
+        # decide to provision, and both inserts wait for this transaction to end.
+        blocker.add(
+            SimulatedCluster(
+                uid=wanted.uid,
+                name="placeholder",
+                high_availability=False,
+                stage="creating",
+                version="1.33",
+                target_version="1.33",
+                patch=0,
+                cpu="1",
+                memory="1Gi",
+                storage="1Gi",
+                endpoint="https://placeholder",
+                certificate_authority="",
+                last_step_at=utcnow(),
+            )
+        )
+        await blocker.flush()
+        calls = [asyncio.create_task(orchestrator.apply(wanted)) for _ in range(2)]
+        give_up = loop.time() + DEADLINE_SECONDS
+        while True:
+            async with database.sessionmaker() as probe:
+                waiting = (await probe.execute(WAITING_ON_A_TRANSACTION)).scalar()
+            if waiting == 2:
+                break
+            assert not any(call.done() for call in calls), [c.result() for c in calls]
+            assert loop.time() < give_up, "the two provisioning calls never both waited"
+            await asyncio.sleep(0.02)
+        await blocker.rollback()
+    await asyncio.gather(*calls)
+    assert await provision_count(orchestrator, wanted.uid) == 2

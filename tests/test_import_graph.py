@@ -1,0 +1,214 @@
+"""The shape of the package's imports, read from the source (nothing is imported).
+
+* The frameworks (``reconcile/``, ``http/``) never import a feature package, not even inside
+  a function: features build on them, and the application (``app.py``, ``reconcilers.py``)
+  composes the two.
+* No import cycle among modules at import time (module-level imports; those under
+  ``if TYPE_CHECKING:`` and inside functions run later, or never).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PACKAGE = "tenantplane"
+SOURCE = Path(__file__).resolve().parents[1] / "src" / PACKAGE
+FEATURES = frozenset(
+    {"alerting", "apikey", "billing", "catalogue", "cluster", "member", "secret", "tenant"}
+)
+FRAMEWORKS = ("reconcile", "http")
+
+
+@dataclass(frozen=True)
+class Import:
+    importer: str
+    imported: str
+    line: int
+    at_import_time: bool
+
+
+def module_name(path: Path, root: Path = SOURCE) -> str:
+    parts = [PACKAGE, *path.relative_to(root).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def source_modules(root: Path = SOURCE) -> dict[str, Path]:
+    return {module_name(path, root): path for path in sorted(root.rglob("*.py"))}
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _walk(body: list[ast.stmt], at_import_time: bool) -> Iterator[tuple[ast.stmt, bool]]:
+    """Every statement, and whether it runs when the module is imported."""
+    for statement in body:
+        yield statement, at_import_time
+        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            yield from _walk(statement.body, False)
+        elif isinstance(statement, ast.If) and _is_type_checking(statement.test):
+            yield from _walk(statement.body, False)
+            yield from _walk(statement.orelse, at_import_time)
+        else:
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                for child in getattr(statement, field, []):
+                    if isinstance(child, ast.stmt):
+                        yield from _walk([child], at_import_time)
+                    else:  # except handlers and match cases hold statements
+                        yield from _walk(getattr(child, "body", []), at_import_time)
+
+
+def _package_of(importer: str, path: Path) -> str:
+    return importer if path.name == "__init__.py" else importer.rpartition(".")[0]
+
+
+def _targets(
+    statement: ast.Import | ast.ImportFrom, importer: str, path: Path, modules: set[str]
+) -> list[str]:
+    if isinstance(statement, ast.Import):
+        return [alias.name for alias in statement.names]
+    base = statement.module or ""
+    if statement.level:
+        package = _package_of(importer, path)
+        for _ in range(statement.level - 1):
+            package = package.rpartition(".")[0]
+        base = f"{package}.{base}" if base else package
+    # `from package import name` imports the submodule when there is one, else the package.
+    return [
+        f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
+        for alias in statement.names
+    ]
+
+
+def imports(root: Path = SOURCE) -> list[Import]:
+    modules = source_modules(root)
+    names = set(modules)
+    found: list[Import] = []
+    for importer, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for statement, at_import_time in _walk(tree.body, True):
+            if not isinstance(statement, ast.Import | ast.ImportFrom):
+                continue
+            for target in _targets(statement, importer, path, names):
+                if target == PACKAGE or target.startswith(PACKAGE + "."):
+                    found.append(Import(importer, target, statement.lineno, at_import_time))
+    return found
+
+
+def _feature_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in FEATURES else None
+
+
+def framework_violations(found: list[Import]) -> list[str]:
+    return sorted(
+        {
+            f"{item.importer}:{item.line} imports {item.imported}"
+            for item in found
+            if item.importer.split(".")[1:2] in ([name] for name in FRAMEWORKS)
+            and _feature_of(item.imported) is not None
+        }
+    )
+
+
+def cycles(found: list[Import]) -> list[list[str]]:
+    """Strongly connected components of the import-time graph that hold a cycle (Tarjan)."""
+    graph: dict[str, set[str]] = {}
+    for item in found:
+        if item.at_import_time and item.imported != item.importer:
+            graph.setdefault(item.importer, set()).add(item.imported)
+            graph.setdefault(item.imported, set())
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for successor in sorted(graph[node]):
+            if successor not in index:
+                visit(successor)
+                low[node] = min(low[node], low[successor])
+            elif successor in on_stack:
+                low[node] = min(low[node], index[successor])
+        if low[node] == index[node]:
+            component: list[str] = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return components
+
+
+def test_the_frameworks_import_no_feature() -> None:
+    assert framework_violations(imports()) == []
+
+
+def test_no_import_cycle_at_import_time() -> None:
+    assert cycles(imports()) == []
+
+
+# The checks themselves, on a small made-up package: each must be able to fail.
+
+
+def _package(tmp_path: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def test_a_feature_import_inside_a_framework_function_is_found(tmp_path: Path) -> None:
+    root = _package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "reconcile/__init__.py": "",
+            "reconcile/registry.py": "def f():\n    from tenantplane.billing import reconciler\n",
+            "http/auth.py": "from ..member.models import Role\n",
+            "billing/__init__.py": "",
+            "billing/reconciler.py": "",
+            "member/models.py": "",
+        },
+    )
+    assert framework_violations(imports(root)) == [
+        "tenantplane.http.auth:1 imports tenantplane.member.models",
+        "tenantplane.reconcile.registry:2 imports tenantplane.billing.reconciler",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("second", "expected"),
+    [
+        ("from tenantplane.a import thing\n", [["tenantplane.a", "tenantplane.b"]]),
+        ("from . import a\n", [["tenantplane.a", "tenantplane.b"]]),
+        ("def f():\n    from tenantplane.a import thing\n", []),
+        ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import tenantplane.a\n", []),
+    ],
+)
+def test_only_import_time_cycles_count(
+    tmp_path: Path, second: str, expected: list[list[str]]
+) -> None:
+    root = _package(
+        tmp_path, {"__init__.py": "", "a.py": "import tenantplane.b\nthing = 1\n", "b.py": second}
+    )
+    assert cycles(imports(root)) == expected

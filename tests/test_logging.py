@@ -1,0 +1,129 @@
+"""Every line a real `tenantplane serve` or `migrate` writes to stderr is one JSON object:
+our events and the records of uvicorn, Alembic and SQLAlchemy alike (docs/operations.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import httpx
+from sqlalchemy.engine import make_url
+
+from tenantplane.db.engine import Database
+from tests.contract.server import (
+    TENANTPLANE,
+    free_port,
+    server_env,
+    wait_until_serving,
+)
+from tests.timestamps import RFC3339_UTC
+
+PASSWORD = "never-in-a-log-line"
+
+
+def json_lines(text: str) -> list[dict[str, Any]]:
+    """Each line parsed; fails on the first line that is not a JSON log record."""
+    records = []
+    for line in text.splitlines():
+        record = json.loads(line)
+        assert isinstance(record, dict), line
+        assert {"event", "level", "logger", "timestamp"} <= set(record), line
+        assert RFC3339_UTC.fullmatch(record["timestamp"]), line
+        records.append(record)
+    return records
+
+
+def with_password(url: str) -> str:
+    """PostgreSQL URLs carry a password (ignored by the test server's trust authentication)."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "postgresql":
+        return url
+    return parsed.set(password=PASSWORD).render_as_string(hide_password=False)
+
+
+def send_garbage(port: int) -> bytes:
+    """Bytes that are no HTTP request: uvicorn answers 400 and logs a warning of its own."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as connection:
+        connection.sendall(b"NOT HTTP AT ALL\r\n\r\n")
+        answer = b""
+        while chunk := connection.recv(4096):
+            answer += chunk
+    return answer
+
+
+def test_serve_logs_json_lines_from_start_to_shutdown(
+    database: Database, database_url: str, tmp_path: Path
+) -> None:
+    env = {**server_env(tmp_path), "TENANTPLANE_DATABASE_URL": with_password(database_url)}
+    port = free_port()
+    base_url = f"http://127.0.0.1:{port}"
+    stdout, stderr = tmp_path / "stdout", tmp_path / "stderr"
+    with stdout.open("wb") as out, stderr.open("wb") as err:
+        process = subprocess.Popen(
+            [TENANTPLANE, "serve", "--host", "127.0.0.1", "--port", str(port)],
+            env=env,
+            stdout=out,
+            stderr=err,
+        )
+        try:
+            wait_until_serving(base_url, process, stderr)
+            assert httpx.get(f"{base_url}/healthz").status_code == 200
+            assert send_garbage(port).startswith(b"HTTP/1.1 400")
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=60)
+
+    assert stdout.read_text() == ""
+    logged = stderr.read_text()
+    records = json_lines(logged)
+    assert PASSWORD not in logged
+    by_logger = {record["logger"] for record in records}
+    assert "alembic.runtime.migration" in by_logger  # serve migrates first
+    assert not any(name.startswith("sqlalchemy") for name in by_logger)  # never SQL
+    uvicorn_events = [r["event"] for r in records if r["logger"] == "uvicorn.error"]
+    assert any(event.startswith("Started server process") for event in uvicorn_events)
+    assert "Invalid HTTP request received." in uvicorn_events  # was plain text on stderr
+    assert "Shutting down" in uvicorn_events
+
+    # One access record per request: the app's `request` event, not uvicorn's line too.
+    assert "uvicorn.access" not in by_logger
+    [health] = [r for r in records if r["event"] == "request" and r["path"] == "/healthz"]
+    assert health["status"] == 200
+    assert health["request_id"]
+
+    events = [record["event"] for record in records]
+    [started] = [record for record in records if record["event"] == "server started"]
+    assert started["address"] == base_url
+    assert started["database_kind"] == make_url(database_url).get_backend_name()
+    assert started["orchestrator"] == "simulator"
+    assert started["alerting_backend"] == "database"
+    assert started["billing_provider"] == "none"
+    assert events.index("Shutting down") < events.index("server stopped")
+
+
+def test_migrate_logs_alembic_records_as_json_and_prints_its_result(tmp_path: Path) -> None:
+    database = tmp_path / "fresh.db"
+    env = {
+        **os.environ,
+        "TENANTPLANE_DATABASE_URL": f"sqlite:///{database}",
+        "TENANTPLANE_SECRET_KEY_FILE": str(tmp_path / "secret.key"),
+    }
+    env.pop("TENANTPLANE_LOG_JSON", None)
+    result = subprocess.run(
+        [TENANTPLANE, "migrate", "--json"], env=env, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {
+        "database": f"sqlite+aiosqlite:///{database}",
+        "upToDate": True,
+    }
+    records = json_lines(result.stderr)
+    migrations = [r for r in records if r["logger"] == "alembic.runtime.migration"]
+    assert any(r["event"].startswith("Running upgrade") for r in migrations)
+    assert {r["level"] for r in migrations} == {"info"}
+    assert not any(r["logger"].startswith("sqlalchemy") for r in records)
