@@ -12,6 +12,8 @@ lock fails fast (503 ``DATABASE_BUSY``) rather than being committed after its cl
 from __future__ import annotations
 
 import math
+import sqlite3
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -76,9 +78,8 @@ def _sqlite_connect_hooks(engine: AsyncEngine) -> None:
         # Let SQLAlchemy, not the driver, decide when transactions begin (see _on_begin).
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
 
@@ -87,6 +88,37 @@ def _sqlite_connect_hooks(engine: AsyncEngine) -> None:
         # A deferred transaction that later writes can fail at once with SQLITE_BUSY when
         # another writer got there first; taking the write lock up front makes writers queue.
         connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _switch_to_wal(database: Path, patience_seconds: float = 30.0) -> None:
+    """Put the file in WAL mode once, before any pooled connection opens.
+
+    The mode is stored in the file, so this is needed once per database. SQLite answers a
+    switch that races another connection with "database is locked" at once, without waiting
+    on its busy timeout, so processes starting together on a new file take turns here.
+    """
+    deadline = time.monotonic() + patience_seconds
+    while True:
+        try:
+            mode = _read_or_set_wal(database, patience_seconds)
+            break
+        except sqlite3.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+    if mode != "wal":
+        raise RuntimeError(f"SQLite kept {database} in {mode!r} journal mode, not WAL")
+
+
+def _read_or_set_wal(database: Path, timeout_seconds: float) -> str:
+    connection = sqlite3.connect(database, timeout=timeout_seconds)
+    try:
+        mode = str(connection.execute("PRAGMA journal_mode").fetchone()[0])
+        if mode != "wal":
+            mode = str(connection.execute("PRAGMA journal_mode=WAL").fetchone()[0])
+        return mode
+    finally:
+        connection.close()
 
 
 def make_engine(url: str, settings: DatabaseOptions | None = None) -> AsyncEngine:
@@ -104,6 +136,7 @@ def make_engine(url: str, settings: DatabaseOptions | None = None) -> AsyncEngin
         if database and database != ":memory:":
             # Owner-only from the start; SQLite gives its -wal and -shm files the same mode.
             create_private(Path(database))
+            _switch_to_wal(Path(database))
             options.update(pooled)
         options["connect_args"] = {"timeout": 30}
     else:
