@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
+from sqlalchemy.pool import AsyncAdaptedQueuePool
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -137,7 +138,9 @@ def make_engine(url: str, settings: DatabaseOptions | None = None) -> AsyncEngin
             # Owner-only from the start; SQLite gives its -wal and -shm files the same mode.
             create_private(Path(database))
             _switch_to_wal(Path(database))
-            options.update(pooled)
+            # Named, not left to the dialect: SQLAlchemy before 2.0.38 gave file databases a
+            # NullPool, which opens a connection (and a thread) per checkout.
+            options.update(pooled, poolclass=AsyncAdaptedQueuePool)
         options["connect_args"] = {"timeout": 30}
     else:
         options.update(
