@@ -31,6 +31,7 @@ class Purpose(enum.Enum):
 
     api_key_hash = b"tenantplane/v1/api-key-hash"
     stored_credentials = b"tenantplane/v1/stored-credentials"
+    idempotent_responses = b"tenantplane/v1/idempotent-responses"
 
 
 def _hkdf(secret: bytes, info: bytes) -> bytes:
