@@ -269,3 +269,45 @@ def test_members_apikeys_secrets_billing_catalogues(tpctl: Run, tenant: Tenant) 
     assert ok(tpctl("tenant", "get"))["name"] == tenant.name
     plans = ok(tpctl("plans", "list"))
     assert {plan["name"] for plan in plans} >= {"starter", "pro"}
+
+
+def test_alerting_sections(tpctl: Run, tmp_path: Path) -> None:
+    def document(name: str, value: Any) -> str:
+        path = tmp_path / name
+        path.write_text(yaml.safe_dump(value))
+        return str(path)
+
+    wrapper = ok(tpctl("alerting", "config", "-o", "json"))
+    assert "route" in wrapper
+    ok(tpctl("alerting", "receivers", "put", "team", "-f", document("r.yaml", {}), "-o", "json"))
+    assert "team" in [item["name"] for item in ok(tpctl("alerting", "receivers", "list"))]
+    assert ok(tpctl("alerting", "receivers", "get", "team", "-o", "json"))["name"] == "team"
+    route = {"receiver": "team", "matchers": ['severity="critical"']}
+    ok(
+        tpctl(
+            "alerting", "routes", "put", "0", "-f", "-", "-o", "json", stdin=yaml.safe_dump(route)
+        )
+    )
+    assert ok(tpctl("alerting", "routes", "get", "0", "-o", "json"))["receiver"] == "team"
+    assert len(ok(tpctl("alerting", "routes", "list"))) == 1
+    ok(tpctl("alerting", "routes", "delete", "0"))
+    template = tmp_path / "a.tmpl"
+    template.write_text('{{ define "team.title" }}alert{{ end }}')
+    ok(tpctl("alerting", "templates", "put", "a.tmpl", "-f", str(template), "-o", "json"))
+    assert ok(tpctl("alerting", "templates", "get", "a.tmpl", "-o", "json"))["filename"] == "a.tmpl"
+    assert [item["filename"] for item in ok(tpctl("alerting", "templates", "list"))] == ["a.tmpl"]
+    ok(tpctl("alerting", "templates", "delete", "a.tmpl"))
+    quiet = {"time_intervals": [{"weekdays": ["saturday", "sunday"]}]}
+    ok(tpctl("alerting", "time-intervals", "put", "quiet", "-f", document("t.yaml", quiet)))
+    assert ok(tpctl("alerting", "time-intervals", "get", "quiet", "-o", "json"))["name"] == "quiet"
+    assert [item["name"] for item in ok(tpctl("alerting", "time-intervals", "list"))] == ["quiet"]
+    ok(tpctl("alerting", "time-intervals", "delete", "quiet"))
+    ok(tpctl("alerting", "global", "put", "-f", document("g.yaml", {"resolve_timeout": "7m"})))
+    assert ok(tpctl("alerting", "global", "get", "-o", "json"))["resolve_timeout"] == "7m"
+    ok(tpctl("alerting", "receivers", "delete", "team"))
+    applied = ok(tpctl("alerting", "apply", "-f", document("c.yaml", wrapper), "-o", "json"))
+    assert applied["route"] == wrapper["route"]
+    ok(tpctl("alerting", "reset"))
+    bad = tpctl("alerting", "routes", "put", "0", "-f", document("bad.yaml", {"receiver": "nope"}))
+    assert bad.returncode == 7
+    assert "UNDEFINED_RECEIVER" in bad.stderr

@@ -162,6 +162,13 @@ def read_document(path: Path) -> Any:
         raise profiles.ConfigError(f"{path} is not valid YAML or JSON: {exc}") from exc
 
 
+def detailed(output: Output | None) -> Output:
+    """Nested documents (the alerting sections): YAML on a terminal rather than a table."""
+    if output is not None:
+        return output
+    return Output.yaml if sys.stdout.isatty() else Output.json
+
+
 # --- config ---------------------------------------------------------------------------
 
 
@@ -225,7 +232,7 @@ def config_view(
         "effective": shown(effective),
         "profiles": {key: shown(value) for key, value in sorted(config.profiles.items())},
     }
-    if (output or Output.yaml) is Output.json:
+    if (detailed(output)) is Output.json:
         print(json.dumps(data, indent=2))
     else:
         print(yaml.safe_dump(data, sort_keys=False), end="")
@@ -500,7 +507,7 @@ alerting_app.add_typer(global_app, name="global")
 def alerting_config(output: OutputOption = None) -> None:
     """Print the whole configuration wrapper (global, receivers, route, templates, …)."""
     with client() as api:
-        render(api.alerting.get_config(), output or Output.yaml)
+        render(api.alerting.get_config(), detailed(output))
 
 
 @alerting_app.command("apply")
@@ -508,7 +515,7 @@ def alerting_config(output: OutputOption = None) -> None:
 def alerting_apply(file: FileOption, output: OutputOption = None) -> None:
     """Replace the whole configuration with a file's."""
     with client() as api:
-        render(api.alerting.put_config(read_document(file)), output or Output.yaml)
+        render(api.alerting.put_config(read_document(file)), detailed(output))
 
 
 @alerting_app.command("reset")
@@ -531,7 +538,7 @@ def receivers_list(output: OutputOption = None) -> None:
 @handled
 def receivers_get(name: str, output: OutputOption = None) -> None:
     with client() as api:
-        render(api.alerting.get_receiver(name), output or Output.yaml)
+        render(api.alerting.get_receiver(name), detailed(output))
 
 
 @receivers_app.command("put")
@@ -539,7 +546,7 @@ def receivers_get(name: str, output: OutputOption = None) -> None:
 def receivers_put(name: str, file: FileOption, output: OutputOption = None) -> None:
     """Create or replace a receiver from a file."""
     with client() as api:
-        render(api.alerting.put_receiver(name, read_document(file)), output or Output.yaml)
+        render(api.alerting.put_receiver(name, read_document(file)), detailed(output))
 
 
 @receivers_app.command("delete")
@@ -560,7 +567,7 @@ def routes_list(output: OutputOption = None) -> None:
 @handled
 def routes_get(index: int, output: OutputOption = None) -> None:
     with client() as api:
-        render(api.alerting.get_route(index), output or Output.yaml)
+        render(api.alerting.get_route(index), detailed(output))
 
 
 @routes_app.command("put")
@@ -568,7 +575,7 @@ def routes_get(index: int, output: OutputOption = None) -> None:
 def routes_put(index: int, file: FileOption, output: OutputOption = None) -> None:
     """Insert or replace the child route at INDEX (the route count appends)."""
     with client() as api:
-        render(api.alerting.put_route(index, read_document(file)), output or Output.yaml)
+        render(api.alerting.put_route(index, read_document(file)), detailed(output))
 
 
 @routes_app.command("delete")
@@ -589,7 +596,7 @@ def templates_list(output: OutputOption = None) -> None:
 @handled
 def templates_get(filename: str, output: OutputOption = None) -> None:
     with client() as api:
-        render(api.alerting.get_template(filename), output or Output.yaml)
+        render(api.alerting.get_template(filename), detailed(output))
 
 
 @templates_app.command("put")
@@ -598,7 +605,7 @@ def templates_put(filename: str, file: FileOption, output: OutputOption = None) 
     """Create or replace a template file with a local file's contents."""
     contents = sys.stdin.read() if str(file) == "-" else file.read_text()
     with client() as api:
-        render(api.alerting.put_template(filename, contents), output or Output.yaml)
+        render(api.alerting.put_template(filename, contents), detailed(output))
 
 
 @templates_app.command("delete")
@@ -619,14 +626,14 @@ def intervals_list(output: OutputOption = None) -> None:
 @handled
 def intervals_get(name: str, output: OutputOption = None) -> None:
     with client() as api:
-        render(api.alerting.get_time_interval(name), output or Output.yaml)
+        render(api.alerting.get_time_interval(name), detailed(output))
 
 
 @intervals_app.command("put")
 @handled
 def intervals_put(name: str, file: FileOption, output: OutputOption = None) -> None:
     with client() as api:
-        render(api.alerting.put_time_interval(name, read_document(file)), output or Output.yaml)
+        render(api.alerting.put_time_interval(name, read_document(file)), detailed(output))
 
 
 @intervals_app.command("delete")
@@ -640,14 +647,14 @@ def intervals_delete(name: str) -> None:
 @handled
 def global_get(output: OutputOption = None) -> None:
     with client() as api:
-        render(api.alerting.get_global(), output or Output.yaml)
+        render(api.alerting.get_global(), detailed(output))
 
 
 @global_app.command("put")
 @handled
 def global_put(file: FileOption, output: OutputOption = None) -> None:
     with client() as api:
-        render(api.alerting.put_global(read_document(file)), output or Output.yaml)
+        render(api.alerting.put_global(read_document(file)), detailed(output))
 
 
 # --- members, API keys ------------------------------------------------------------------
