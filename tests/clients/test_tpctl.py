@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from tests.clients.conftest import Tenant
+from tests.clients.proxy import Fault, Proxy
 
 TPCTL = str(Path(sys.executable).parent / "tpctl")
 KUBECTL = "/usr/bin/kubectl"
@@ -40,6 +41,7 @@ def tpctl(tenant: Tenant, home: Path) -> Run:
             "TPCTL_URL": tenant.url,
             "TPCTL_TENANT": tenant.name,
             "TPCTL_API_KEY": tenant.key,
+            "TPCTL_RETRY_BASE_SECONDS": "0.01",
             **(env or {}),
         }
         return subprocess.run(
@@ -262,10 +264,22 @@ def test_members_apikeys_secrets_billing_catalogues(tpctl: Run, tenant: Tenant) 
     ok(tpctl("apikeys", "delete", key["id"]))
     assert tpctl("apikeys", "get", key["id"]).returncode == 4
 
-    assert ok(tpctl("secrets", "list")) == []
-    assert tpctl("secrets", "get", "nope").returncode == 4
+    secret = ok(tpctl("secrets", "create", "db", "--path", "apps/db"))
+    assert (secret["name"], secret["secretPath"], secret["sync"]) == ("db", "apps/db", [])
+    assert ok(tpctl("secrets", "get", "db"))["secretPath"] == "apps/db"
+    assert [item["name"] for item in ok(tpctl("secrets", "list"))] == ["db"]
+    assert ok(tpctl("secrets", "update", "db"))["sync"] == []
+    bad_target = tpctl("secrets", "update", "db", "--sync", "only-a-cluster")
+    assert bad_target.returncode == 2
+    ok(tpctl("secrets", "delete", "db"))
+    assert tpctl("secrets", "get", "db").returncode == 4
     assert ok(tpctl("invoices", "list")) == []
     assert tpctl("invoices", "get", f"{tenant.name}-20300101").returncode == 4
+    assert tpctl("invoices", "receipt", f"{tenant.name}-20300101").returncode == 4
+    # No payment provider in this deployment: 503, retried, then exit 8 with the code.
+    portal = tpctl("invoices", "portal")
+    assert portal.returncode == 8
+    assert "BILLING_NOT_CONFIGURED" in portal.stderr
     assert ok(tpctl("tenant", "get"))["name"] == tenant.name
     plans = ok(tpctl("plans", "list"))
     assert {plan["name"] for plan in plans} >= {"starter", "pro"}
@@ -311,3 +325,14 @@ def test_alerting_sections(tpctl: Run, tmp_path: Path) -> None:
     bad = tpctl("alerting", "routes", "put", "0", "-f", document("bad.yaml", {"receiver": "nope"}))
     assert bad.returncode == 7
     assert "UNDEFINED_RECEIVER" in bad.stderr
+
+
+def test_tpctl_retries_429_then_503(tpctl: Run, proxy: tuple[Proxy, str]) -> None:
+    fake, url = proxy
+    fake.inject(Fault(429, {"Retry-After": "0"}, "RATE_LIMITED"), Fault(503, code="INJECTED"))
+    assert ok(tpctl("clusters", "list", env={"TPCTL_URL": url})) == []
+    assert [seen.status for seen in fake.seen] == [429, 503, 200]
+    fake.inject(*[Fault(503, code="INJECTED")] * 5)
+    exhausted = tpctl("clusters", "list", env={"TPCTL_URL": url})
+    assert exhausted.returncode == 8
+    assert "503 INJECTED" in exhausted.stderr

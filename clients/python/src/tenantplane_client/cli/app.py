@@ -21,6 +21,7 @@ from tenantplane_client._sync import Tenantplane
 from tenantplane_client.cli import kubeconfig, profiles
 from tenantplane_client.cli.output import Output, render, stderr
 from tenantplane_client.errors import ApiError, ConnectionFailed, WaitTimeout
+from tenantplane_client.retry import RetryPolicy
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -150,12 +151,22 @@ FileOption = Annotated[
 def client() -> Iterator[Tenantplane]:
     _, profile = profiles.resolve(State.profile)
     url, tenant, credential = profile.require()
-    with Tenantplane(url, tenant, credential, user_agent=f"tpctl/{__version__}") as api:
+    retry = RetryPolicy(base_delay=profiles.retry_base_seconds())
+    with Tenantplane(
+        url, tenant, credential, retry=retry, user_agent=f"tpctl/{__version__}"
+    ) as api:
         yield api
 
 
+def read_text(path: Path) -> str:
+    try:
+        return sys.stdin.read() if str(path) == "-" else path.read_text()
+    except OSError as exc:
+        raise profiles.ConfigError(f"cannot read {path}: {exc.strerror}") from exc
+
+
 def read_document(path: Path) -> Any:
-    text = sys.stdin.read() if str(path) == "-" else path.read_text()
+    text = read_text(path)
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -603,7 +614,7 @@ def templates_get(filename: str, output: OutputOption = None) -> None:
 @handled
 def templates_put(filename: str, file: FileOption, output: OutputOption = None) -> None:
     """Create or replace a template file with a local file's contents."""
-    contents = sys.stdin.read() if str(file) == "-" else file.read_text()
+    contents = read_text(file)
     with client() as api:
         render(api.alerting.put_template(filename, contents), detailed(output))
 

@@ -21,6 +21,7 @@ ENV_TENANT = "TPCTL_TENANT"
 ENV_API_KEY = "TPCTL_API_KEY"
 ENV_TOKEN = "TPCTL_TOKEN"  # noqa: S105 (the variable's name, not a token)
 ENV_PROFILE = "TPCTL_PROFILE"
+ENV_RETRY_BASE = "TPCTL_RETRY_BASE_SECONDS"
 DEFAULT_PROFILE = "default"
 
 
@@ -127,3 +128,17 @@ def resolve(profile_name: str | None = None, path: Path | None = None) -> tuple[
     name = profile_name or os.environ.get(ENV_PROFILE) or config.current
     profile = config.profiles.get(name, Profile())
     return name, profile.with_environment(os.environ)
+
+
+def retry_base_seconds() -> float:
+    """The first backoff step (1 s, the spec's); smaller for impatient scripts and tests."""
+    value = os.environ.get(ENV_RETRY_BASE)
+    if not value:
+        return 1.0
+    try:
+        seconds = float(value)
+    except ValueError as exc:
+        raise ConfigError(f"{ENV_RETRY_BASE} must be a number of seconds, not {value!r}") from exc
+    if not 0 <= seconds <= 30:
+        raise ConfigError(f"{ENV_RETRY_BASE} must be between 0 and 30 seconds")
+    return seconds
