@@ -3,7 +3,7 @@ UV ?= uv
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: uv install install-runtime test-deps serve worker test test-system test-lowest lint format bench openapi
+.PHONY: uv install install-runtime test-deps serve worker test test-system test-lowest lint format bench openapi sdk
 
 uv:
 	@command -v $(UV) >/dev/null 2>&1 || python3 -m pip install --quiet uv
@@ -61,3 +61,8 @@ test-lowest: uv test-deps
 # The OpenAPI document the app serves, committed as docs/openapi.json (a test compares them).
 openapi: install
 	$(UV) run python -m tenantplane.openapi_export > docs/openapi.json
+
+# The SDK's models (from docs/openapi.json) and its synchronous client (from the asynchronous
+# one), regenerated; tests/clients fails while the committed files differ from these.
+sdk: install
+	$(UV) run python clients/python/codegen.py

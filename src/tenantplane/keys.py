@@ -2,10 +2,11 @@
 
 Each use of the secret key gets its own key, derived with HKDF-SHA256 under a label of its
 own (``Purpose``), so that no two mechanisms ever share key material: the keyed hash of API
-keys, and the encryption of stored credentials. Rows that depend on a key record which
-derivation made them (``key_derivation``): ``hkdf-sha256:<id>``, where the id names the
-secret key it came from (a fingerprint, derived under a label of its own too), or ``legacy``
-for rows made before keys were derived (the secret key itself keyed the API-key hash).
+keys, the encryption of stored credentials, and that of responses kept for Idempotency-Key
+replays. Rows that depend on a key record which derivation made them (``key_derivation``):
+``hkdf-sha256:<id>``, where the id names the secret key it came from (a fingerprint, derived
+under a label of its own too), or ``legacy`` for rows made before keys were derived (the
+secret key itself keyed the API-key hash).
 
 Rotation (docs/security.md): the new secret key becomes TENANTPLANE_SECRET_KEY and the old
 one is listed in TENANTPLANE_SECRET_KEY_FALLBACKS; rows made under any key of the ring stay
@@ -31,6 +32,7 @@ class Purpose(enum.Enum):
 
     api_key_hash = b"tenantplane/v1/api-key-hash"
     stored_credentials = b"tenantplane/v1/stored-credentials"
+    idempotent_responses = b"tenantplane/v1/idempotent-responses"
 
 
 def _hkdf(secret: bytes, info: bytes) -> bytes:

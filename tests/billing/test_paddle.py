@@ -345,3 +345,29 @@ async def test_concurrent_runs_issue_and_charge_each_period_once(
         call.body["custom_data"]["invoice"] for call in paddle.calls("POST", "/transactions")
     ]
     assert sorted(charged) == expected
+
+
+async def test_portal_session_under_an_idempotency_key(
+    billing: BillingFactoryFn, factory: Factory, paddle: FakePaddle
+) -> None:
+    """A repeat is answered from the kept (encrypted) response without calling the provider
+    again; a provider failure (502) is not kept, so a retry under the same key runs again."""
+    deployment = await billing(**paddle_overrides(paddle))
+    tenant = await factory.tenant()
+    path = f"{tenant.path}/billing/portal-session"
+    customer, _ = paddle.add_customer(subscriptions=1)
+    await deployment.cli("billing", "link", tenant.name, "--customer", customer)
+    headers = {**bearer(tenant.admin_key), "Idempotency-Key": '"portal-1"'}
+    provider_path = f"/customers/{customer}/portal-sessions"
+
+    paddle.fail_next(500, "internal_error")
+    failed = await deployment.client.post(path, headers=headers)
+    assert failed.status_code == 502
+    calls_before = len(paddle.calls("POST", provider_path))
+    first = await deployment.client.post(path, headers=headers)
+    again = await deployment.client.post(path, headers=headers)
+    assert first.status_code == again.status_code == 200
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert again.json() == first.json()
+    assert again.headers["Cache-Control"] == "no-store"
+    assert len(paddle.calls("POST", provider_path)) == calls_before + 1

@@ -12,6 +12,7 @@ from tenantplane.db.session import SessionDep
 from tenantplane.http.errors import error_responses
 from tenantplane.http.etag import set_etag
 from tenantplane.http.schemas import ItemList
+from tenantplane.idempotency.dependency import IDEMPOTENCY_RESPONSES, CapturingRoute, Idempotent
 
 # Checked by the service (400 INVALID_ID); documented here.
 ApiKeyId = Annotated[
@@ -20,12 +21,18 @@ ApiKeyId = Annotated[
     Path(alias="id", description="API key id", json_schema_extra={"pattern": KEY_ID_PATTERN}),
 ]
 
-router = APIRouter(prefix="/tenants/{tenant}/apikeys", tags=["apikeys"])
+router = APIRouter(prefix="/tenants/{tenant}/apikeys", tags=["apikeys"], route_class=CapturingRoute)
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, response_model_exclude_none=True)
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    response_model_exclude_none=True,
+    responses=IDEMPOTENCY_RESPONSES,
+)
 async def create_api_key(
     principal: TenantAdmin,
+    _: Idempotent,
     body: ApiKeyCreate,
     session: SessionDep,
     request: Request,

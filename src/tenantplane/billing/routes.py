@@ -11,10 +11,15 @@ from tenantplane.db.session import SessionDep
 from tenantplane.http.errors import error_responses
 from tenantplane.http.etag import set_etag
 from tenantplane.http.schemas import ItemList
+from tenantplane.idempotency.dependency import (
+    IDEMPOTENCY_RESPONSES,
+    CapturingRoute,
+    IdempotentInAnyState,
+)
 from tenantplane.tenant.models import Plan
 
 router = APIRouter(tags=["billing"])
-tenant_router = APIRouter(prefix="/tenants/{tenant}", tags=["billing"])
+tenant_router = APIRouter(prefix="/tenants/{tenant}", tags=["billing"], route_class=CapturingRoute)
 
 NO_STORE = "no-store"
 
@@ -71,10 +76,14 @@ async def get_receipt(
 @tenant_router.post(
     "/billing/portal-session",
     response_model_exclude_none=True,
-    responses=error_responses(409, 502),
+    responses={**error_responses(409, 502), **IDEMPOTENCY_RESPONSES},
 )
 async def create_portal_session(
-    principal: TenantAdminInAnyState, session: SessionDep, request: Request, response: Response
+    principal: TenantAdminInAnyState,
+    _: IdempotentInAnyState,
+    session: SessionDep,
+    request: Request,
+    response: Response,
 ) -> PortalSessionRead:
     """Create a payment-portal session.
 

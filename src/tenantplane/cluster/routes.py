@@ -23,8 +23,11 @@ from tenantplane.http.errors import error_responses
 from tenantplane.http.etag import IfMatch, set_etag
 from tenantplane.http.names import path_name, resource_name_path
 from tenantplane.http.schemas import ItemList
+from tenantplane.idempotency.dependency import IDEMPOTENCY_RESPONSES, CapturingRoute, Idempotent
 
-router = APIRouter(prefix="/tenants/{tenant}/clusters", tags=["clusters"])
+router = APIRouter(
+    prefix="/tenants/{tenant}/clusters", tags=["clusters"], route_class=CapturingRoute
+)
 versions_router = APIRouter(tags=["clusters"])
 
 
@@ -47,10 +50,11 @@ def _cluster_name(name: ClusterName) -> str:
     "",
     status_code=status.HTTP_201_CREATED,
     response_model_exclude_none=True,
-    responses=error_responses(409),
+    responses={**error_responses(409), **IDEMPOTENCY_RESPONSES},
 )
 async def create_cluster(
     principal: TenantAdmin,
+    _: Idempotent,
     body: ClusterCreate,
     session: SessionDep,
     catalogues: CataloguesDep,

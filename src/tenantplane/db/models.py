@@ -12,6 +12,7 @@ from tenantplane.billing.models import (
 )
 from tenantplane.cluster.models import Cluster, ClusterHistory
 from tenantplane.db.base import Base
+from tenantplane.idempotency.models import IdempotencyRecord
 from tenantplane.member.models import Member
 from tenantplane.providers.orchestrator.simulator_models import SimulatedCluster
 from tenantplane.providers.sync.simulator_models import SimulatedSecretCopy
@@ -28,6 +29,7 @@ __all__ = [
     "Cluster",
     "ClusterHistory",
     "CreditEntry",
+    "IdempotencyRecord",
     "Invoice",
     "InvoiceLineItem",
     "Member",

@@ -41,6 +41,7 @@ STATUS_DESCRIPTIONS = {
     412: "If-Match does not match the current ETag",
     413: "Request body too large",
     415: "Request body is not JSON (Content-Type)",
+    422: "Idempotency-Key already used for a different request (IDEMPOTENCY_KEY_REUSED)",
     429: "Rate limited; Retry-After carries seconds",
     500: "Internal server error",
     502: "Upstream provider unavailable",
@@ -174,7 +175,7 @@ def field_path(loc: Sequence[int | str]) -> str:
     return path
 
 
-def _validation_error(exc: RequestValidationError) -> ApiError:
+def validation_error(exc: RequestValidationError) -> ApiError:
     errors: Sequence[Any] = exc.errors()
     first = errors[0] if errors else {"type": "value_error", "loc": (), "msg": "invalid request"}
     kind = str(first.get("type", ""))
@@ -229,7 +230,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     async def on_validation_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
-        return _validation_error(exc).response()
+        return validation_error(exc).response()
 
     async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)

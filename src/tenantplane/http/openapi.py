@@ -132,7 +132,10 @@ def _secure(operation: dict[str, Any], route: APIRoute) -> None:
 
 def _common_errors(operation: dict[str, Any]) -> None:
     responses = operation.setdefault("responses", {})
-    responses.pop("422", None)
+    # FastAPI's own 422 (its validation errors) is never answered: they are 400s here. A 422
+    # a route declares itself (a reused Idempotency-Key) stays.
+    if "HTTPValidationError" in json.dumps(responses.get("422", {})):
+        responses.pop("422")
     responses.setdefault("405", _error("Method not allowed; the Allow header lists the methods"))
     responses["405"].setdefault(
         "headers",

@@ -18,7 +18,7 @@ def to_utc(value: datetime) -> datetime:
     try:
         return value.astimezone(UTC)
     except OverflowError:
-        # The error type is the envelope's code (see errors._validation_error).
+        # The error type is the envelope's code (see errors.validation_error).
         raise PydanticCustomError(
             "DATETIME_OUT_OF_RANGE",
             "is outside the representable range (years 1-9999 in UTC)",

@@ -34,7 +34,7 @@ def check_text(value: str) -> str:
     found = first_forbidden(value)
     if found is not None:
         index, character = found
-        # The error type is the envelope's code (see errors._validation_error).
+        # The error type is the envelope's code (see errors.validation_error).
         raise PydanticCustomError(
             FORBIDDEN_CHARACTER,
             "character U+{codepoint} at position {index} is not allowed "

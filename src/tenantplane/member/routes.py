@@ -7,15 +7,21 @@ from tenantplane.db.session import SessionDep
 from tenantplane.http.errors import error_responses
 from tenantplane.http.etag import IfMatch, set_etag
 from tenantplane.http.schemas import ItemList
+from tenantplane.idempotency.dependency import IDEMPOTENCY_RESPONSES, CapturingRoute, Idempotent
 from tenantplane.member import service
 from tenantplane.member.schemas import MemberCreate, MemberRead, MemberUpdate
 
-router = APIRouter(prefix="/tenants/{tenant}/members", tags=["members"])
+router = APIRouter(prefix="/tenants/{tenant}/members", tags=["members"], route_class=CapturingRoute)
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, responses=error_responses(409, 412))
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    responses={**error_responses(409, 412), **IDEMPOTENCY_RESPONSES},
+)
 async def add_member(
     principal: TenantAdmin,
+    _: Idempotent,
     body: MemberCreate,
     session: SessionDep,
     response: Response,

@@ -10,17 +10,26 @@ from tenantplane.http.errors import error_responses
 from tenantplane.http.etag import IfMatch, set_etag
 from tenantplane.http.names import resource_name_path
 from tenantplane.http.schemas import ItemList
+from tenantplane.idempotency.dependency import IDEMPOTENCY_RESPONSES, CapturingRoute, Idempotent
 from tenantplane.secret import service
 from tenantplane.secret.schemas import SecretCreate, SecretRead, SecretUpdate
 
 SecretName = Annotated[str, resource_name_path("Secret name")]
 
-router = APIRouter(prefix="/tenants/{tenant}/secrets", tags=["secrets"])
+router = APIRouter(prefix="/tenants/{tenant}/secrets", tags=["secrets"], route_class=CapturingRoute)
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, responses=error_responses(409))
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    responses={**error_responses(409), **IDEMPOTENCY_RESPONSES},
+)
 async def create_secret(
-    principal: TenantAdmin, body: SecretCreate, session: SessionDep, response: Response
+    principal: TenantAdmin,
+    _: Idempotent,
+    body: SecretCreate,
+    session: SessionDep,
+    response: Response,
 ) -> SecretRead:
     """Create a managed secret.
 

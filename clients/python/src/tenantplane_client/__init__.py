@@ -1,0 +1,23 @@
+"""Python SDK of the tenantplane API: ``Tenantplane`` (sync) and ``AsyncTenantplane``."""
+
+from tenantplane_client import models
+from tenantplane_client._async import OPERATIONS, AsyncTenantplane
+from tenantplane_client._sync import Tenantplane
+from tenantplane_client.errors import ApiError, ConnectionFailed, TenantplaneError, WaitTimeout
+from tenantplane_client.retry import NO_RETRIES, RetryPolicy
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "NO_RETRIES",
+    "OPERATIONS",
+    "ApiError",
+    "AsyncTenantplane",
+    "ConnectionFailed",
+    "RetryPolicy",
+    "Tenantplane",
+    "TenantplaneError",
+    "WaitTimeout",
+    "__version__",
+    "models",
+]

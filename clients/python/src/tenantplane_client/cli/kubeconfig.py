@@ -1,0 +1,90 @@
+"""Kubeconfig entries for a cluster, merged into a file without touching anything else.
+
+The user entry authenticates through an exec credential plugin (``tpctl token``): kubectl
+asks tpctl for the caller's own credential each time, so no secret is copied into the file.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tenantplane_client.cli.profiles import ENV_PROFILE, write_private
+
+EXEC_API_VERSION = "client.authentication.k8s.io/v1"
+
+
+class KubeconfigConflict(Exception):
+    """An entry of the same name already exists with other contents."""
+
+
+def default_path() -> Path:
+    first = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0]
+    return Path(first) if first else Path.home() / ".kube" / "config"
+
+
+def entries(
+    *, context: str, endpoint: str, certificate_authority: str, profile: str, command: str
+) -> dict[str, Any]:
+    """The cluster, user and context entries for one cluster (all named ``context``)."""
+    return {
+        "cluster": {
+            "name": context,
+            "cluster": {"server": endpoint, "certificate-authority-data": certificate_authority},
+        },
+        "user": {
+            "name": context,
+            "user": {
+                "exec": {
+                    "apiVersion": EXEC_API_VERSION,
+                    "command": command,
+                    "args": ["token"],
+                    "env": [{"name": ENV_PROFILE, "value": profile}],
+                    "interactiveMode": "Never",
+                    "provideClusterInfo": False,
+                }
+            },
+        },
+        "context": {"name": context, "context": {"cluster": context, "user": context}},
+    }
+
+
+def _merge_entry(document: dict[str, Any], section: str, entry: dict[str, Any]) -> None:
+    items: list[dict[str, Any]] = document.setdefault(section, None) or []
+    document[section] = items
+    for existing in items:
+        if existing.get("name") == entry["name"]:
+            if existing != entry:
+                raise KubeconfigConflict(
+                    f"{section[:-1]} {entry['name']!r} already exists with other settings; "
+                    "choose another name with --context or remove it first"
+                )
+            return
+    items.append(entry)
+
+
+def merge(path: Path, new: dict[str, Any], *, set_current: bool) -> None:
+    """Add the entries to the kubeconfig at ``path`` (created if absent), mode 0600."""
+    document: dict[str, Any] = {}
+    if path.exists():
+        loaded = yaml.safe_load(path.read_text()) or {}
+        if not isinstance(loaded, dict):
+            raise KubeconfigConflict(f"{path} is not a kubeconfig")
+        document = loaded
+    document.setdefault("apiVersion", "v1")
+    document.setdefault("kind", "Config")
+    document.setdefault("preferences", {})
+    _merge_entry(document, "clusters", new["cluster"])
+    _merge_entry(document, "users", new["user"])
+    _merge_entry(document, "contexts", new["context"])
+    if set_current or not document.get("current-context"):
+        document["current-context"] = new["context"]["name"]
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    write_private(path, yaml.safe_dump(document, sort_keys=False))
+
+
+def exec_credential(token: str) -> dict[str, Any]:
+    return {"apiVersion": EXEC_API_VERSION, "kind": "ExecCredential", "status": {"token": token}}
