@@ -124,6 +124,9 @@ class Settings(BaseSettings):
     alerting_firewall_block_cidrs: Annotated[list[str], NoDecode] = Field(default_factory=list)
     alerting_firewall_block_private: bool = True
     billing_provider: Literal["none", "paddle"] = "none"
+    # Paddle charges real money: with the simulator orchestrator the clusters charged for do
+    # not exist, so `serve` and `worker` refuse that pairing unless this is set (a demo).
+    allow_simulated_billing: bool = False
     # Billing (docs/billing.md; prices are in the plan catalogue, PLANS_FILE): where metered
     # observability usage comes from, and the Paddle Billing connection.
     usage_source: Literal["none", "file"] = "none"
@@ -226,6 +229,11 @@ class Settings(BaseSettings):
             "redis_failure_policy": self.redis_failure_policy,
             "vault": "configured" if self.vault_addr else "not configured",
         }
+
+    @property
+    def bills_simulated_clusters(self) -> bool:
+        """Real charges (Paddle) for clusters that only the simulator runs."""
+        return self.billing_provider == "paddle" and self.orchestrator == "simulator"
 
     def keyring(self) -> KeyRing:
         """The secret key (and the fallbacks) from which every purpose's key is derived."""
