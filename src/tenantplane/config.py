@@ -91,8 +91,25 @@ class Settings(BaseSettings):
     oidc_jwks_min_refresh_seconds: int = 60
     oidc_http_timeout_seconds: float = 5.0
 
-    orchestrator: Literal["simulator"] = "simulator"
+    orchestrator: Literal["simulator", "kubernetes"] = "simulator"
     simulator_step_seconds: float = 3.0
+    # kubernetes (docs/kubernetes.md): the host cluster from a kubeconfig file (and context),
+    # or the in-cluster service account when no file is set.
+    kubeconfig: Path | None = None
+    kubernetes_context: str | None = None
+    kubernetes_timeout_seconds: float = Field(default=10.0, gt=0)
+    # Clusters in progress are observed again this often.
+    kubernetes_poll_seconds: float = Field(default=5.0, gt=0)
+    # The vCluster chart Flux installs, and values merged under the platform's own.
+    vcluster_chart_repository: str = "https://charts.loft.sh"
+    vcluster_chart_version: str = "0.26.0"
+    vcluster_values_file: Path | None = None
+    # The clusters' external API host: {cluster}, {tenant} and {namespace} are replaced.
+    cluster_host_template: str = "{cluster}-{tenant}.clusters.example.com"
+    # How tenantplane reaches a tenant cluster's API (secret sync): the server written in
+    # vCluster's kubeconfig Secret when empty; else this, with {cluster}, {tenant},
+    # {namespace} and {host} replaced (e.g. https://{host} from outside the host cluster).
+    vcluster_server_template: str = ""
     run_reconcilers: bool = True
     # Reconcilers (docs/reconcilers.md): rows worked on at once per reconciler and process,
     # how long a lease lasts (a crashed worker's rows are taken over after it), and the
@@ -147,7 +164,12 @@ class Settings(BaseSettings):
     vault_token: SecretStr | None = None
     vault_mount_template: str = "tenant-{tenant}"
     vault_timeout_seconds: float = Field(default=5.0, gt=0)
-    sync_provider: Literal["simulator"] = "simulator"
+    sync_provider: Literal["simulator", "external-secrets"] = "simulator"
+    # external-secrets: how often External Secrets refreshes a copy from the vault, and how
+    # its ClusterSecretStore logs in to the vault (Kubernetes auth, one role per tenant).
+    external_secrets_refresh_interval: str = "1h"
+    vault_kubernetes_auth_mount: str = "kubernetes"
+    vault_kubernetes_role_template: str = "tenant-{tenant}"
     secret_resync_seconds: float = Field(default=60.0, gt=0)
     secret_retry_seconds: float = Field(default=5.0, gt=0)
 

@@ -141,7 +141,7 @@ _REQUIREMENT = re.compile(
 def parse_selector(selector: str) -> list[tuple[str, str, set[str]]]:
     """Requirements as (key, operator, values); 400 for a malformed selector."""
     parts = re.split(r",(?![^(]*\))", selector) if selector.strip() else []
-    requirements = []
+    requirements: list[tuple[str, str, set[str]]] = []
     for part in parts:
         match = _REQUIREMENT.match(part)
         if match is None:
@@ -262,7 +262,7 @@ class FakeKubernetes:
     # -- faults ------------------------------------------------------------------------------
 
     def fail_next(self, status: int, times: int) -> None:
-        """The next ``times`` requests are answered ``status`` (429 or 500) and do nothing."""
+        """The next ``times`` requests are answered ``status`` (429, 409 or 5xx), doing nothing."""
         with self.lock:
             self.faults.extend([("status", float(status))] * times)
 
@@ -346,6 +346,7 @@ class FakeKubernetes:
         )
         if not kind.namespaced:
             metadata.pop("namespace", None)
+        _normalise(stored_body)
         if kind.status and not keep_status:
             stored_body.pop("status", None)
         if kind is NAMESPACE:
@@ -361,6 +362,7 @@ class FakeKubernetes:
         def spec_of(body: Object) -> Object:
             return {k: v for k, v in body.items() if k not in ("metadata", "status")}
 
+        _normalise(updated)
         metadata = updated["metadata"]
         old = stored.body["metadata"]
         for immutable in ("uid", "creationTimestamp", "deletionTimestamp"):
@@ -441,7 +443,7 @@ class FakeKubernetes:
             await asyncio.sleep(fault[1])
         elif fault is not None:
             code = int(fault[1])
-            reason = "TooManyRequests" if code == 429 else "InternalError"
+            reason = {429: "TooManyRequests", 409: "Conflict"}.get(code, "InternalError")
             return ApiError(code, reason, f"fault injected: {code}").response()
         body = await request.body()
         try:
@@ -752,6 +754,13 @@ class FakeKubernetes:
         return body
 
 
+def _normalise(body: Object) -> None:
+    """A Secret's ``stringData`` is write-only: stored base64-encoded in ``data``."""
+    if body.get("kind") == "Secret" and "stringData" in body:
+        encoded = {key: b64(str(value)) for key, value in body.pop("stringData").items()}
+        body["data"] = {**(body.get("data") or {}), **encoded}
+
+
 def _deep_set(target: Object, patch: Object) -> Object:
     result = copy.deepcopy(target)
     for key, value in patch.items():
@@ -946,7 +955,8 @@ class FakeFluxVCluster:
         if control_plane["status"].get("readyReplicas", 0) >= 1:
             self._kubeconfig_secret(namespace, name)
         rolled_out = _rolled_out(control_plane) and _rolled_out(etcd)
-        if rolled_out and status.get("observedGeneration") != generation:
+        ready = _dig(status, "conditions", default=[{}])[0].get("status") == "True"
+        if rolled_out and (status.get("observedGeneration") != generation or not ready):
             status["observedGeneration"] = generation
             status["history"] = [
                 {
@@ -1009,7 +1019,15 @@ class FakeFluxVCluster:
                     "apiVersion": "apps/v1",
                     "kind": "StatefulSet",
                     "metadata": {"name": sts_name, "namespace": namespace, "labels": labels},
-                    "spec": {"replicas": count, "template": template},
+                    "spec": {
+                        "replicas": count,
+                        "serviceName": f"{sts_name}-headless",
+                        "selector": {"matchLabels": {**labels, "component": sts_name}},
+                        "template": {
+                            "metadata": {"labels": {**labels, "component": sts_name}},
+                            **template,
+                        },
+                    },
                     "status": status,
                 }
             )
@@ -1173,7 +1191,5 @@ class FakeFluxVCluster:
 
 def _rolled_out(sts: Object) -> bool:
     status = sts["status"]
-    return (
-        status.get("currentRevision") == status.get("updateRevision")
-        and status.get("readyReplicas", 0) == status["replicas"]
-    )
+    updated = status.get("currentRevision") == status.get("updateRevision")
+    return bool(updated and status.get("readyReplicas", 0) == status["replicas"])
