@@ -53,6 +53,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from tenantplane.providers.orchestrator.certificates import new_cluster_ca
+
 Object = dict[str, Any]
 Path = tuple[str, ...]
 
@@ -868,7 +870,8 @@ class FakeFluxVCluster:
         self.failing: dict[tuple[str, str], str] = {}
         self.held: dict[tuple[str, str], int] = {}  # unready pods per StatefulSet
         self.external_secrets: dict[tuple[str, str], tuple[bool, str]] = {}
-        self.ca_pem = "-----BEGIN CERTIFICATE-----\nMIIfake\n-----END CERTIFICATE-----\n"
+        # A real self-signed CA, as vCluster generates one (clients load it).
+        self.ca_pem = base64.b64decode(new_cluster_ca("vcluster-ca")).decode()
 
     # -- commands ----------------------------------------------------------------------------
 
@@ -1176,7 +1179,7 @@ class FakeFluxVCluster:
         before = [(c["status"], c["message"]) for c in status.get("conditions") or []]
         if before != [(c["status"], c["message"]) for c in wanted] or status.get(
             "syncedResourceVersion"
-        ) != str(metadata["generation"]):
+        ) != _synced_version(metadata):
             self.api.write_status(
                 "ExternalSecret",
                 metadata["name"],
@@ -1184,9 +1187,15 @@ class FakeFluxVCluster:
                 {
                     "conditions": wanted,
                     "refreshTime": now_rfc3339(),
-                    "syncedResourceVersion": str(metadata["generation"]),
+                    "syncedResourceVersion": _synced_version(metadata),
                 },
             )
+
+
+def _synced_version(metadata: Object) -> str:
+    """As External Secrets writes it: the generation, then a hash of labels and annotations."""
+    meta = json.dumps([metadata.get("labels"), metadata.get("annotations")], sort_keys=True)
+    return f"{metadata['generation']}-{hashlib.sha256(meta.encode()).hexdigest()[:16]}"
 
 
 def _rolled_out(sts: Object) -> bool:
