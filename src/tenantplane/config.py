@@ -119,6 +119,9 @@ class Settings(BaseSettings):
     reconcile_idle_poll_seconds: float = Field(default=2.0, gt=0)
     # Running clusters are observed again this often (faults, drift).
     cluster_resync_seconds: float = Field(default=30.0, gt=0)
+    # A cluster whose step failed (the orchestrator throttled, failed or timed out) is tried
+    # again after this long.
+    cluster_retry_seconds: float = Field(default=5.0, gt=0)
     # Catalogues (docs/clusters.md); the packaged defaults when unset.
     plans_file: Path | None = None
     versions_file: Path | None = None

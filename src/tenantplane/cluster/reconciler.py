@@ -53,8 +53,10 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
         resync_seconds: float,
         concurrency: int = 16,
         lease_seconds: float = 30.0,
+        retry_seconds: float = 5.0,
     ) -> None:
         self.orchestrator = orchestrator
+        self.error_backoff_seconds = retry_seconds
         self.versions = versions
         self.plans = plans
         self.progress = timedelta(seconds=progress_seconds)
@@ -189,4 +191,5 @@ def build_cluster_reconciler(context: ReconcileContext) -> Reconciler[Any, Any] 
         resync_seconds=settings.cluster_resync_seconds,
         concurrency=settings.reconcile_concurrency,
         lease_seconds=settings.reconcile_lease_seconds,
+        retry_seconds=settings.cluster_retry_seconds,
     )
