@@ -65,7 +65,8 @@ kind: HelmRelease
 metadata: {name: dev, namespace: tp-acme, labels: {release: dev}}
 spec:
   interval: 10m
-  chart: {spec: {chart: vcluster, version: 0.26.0, sourceRef: {kind: HelmRepository, name: vcluster}}}
+  chart:
+    spec: {chart: vcluster, version: 0.26.0, sourceRef: {kind: HelmRepository, name: vcluster}}
   values: {controlPlane: {statefulSet: {highAvailability: {replicas: 3}}}}
 ---
 apiVersion: external-secrets.io/v1
