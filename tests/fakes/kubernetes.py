@@ -85,6 +85,17 @@ KINDS = [
     Kind("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", True, True, ("pvc",)),
     Kind("apps", "v1", "StatefulSet", "statefulsets", True, True, ("sts",)),
     Kind("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", True, False, ("netpol",)),
+    # What deploy/ holds (tenantplane itself on Kubernetes), for kubectl's dry runs.
+    Kind("", "v1", "ConfigMap", "configmaps", True, False, ("cm",)),
+    Kind("", "v1", "Service", "services", True, True, ("svc",)),
+    Kind("", "v1", "ServiceAccount", "serviceaccounts", True, False, ("sa",)),
+    Kind("apps", "v1", "Deployment", "deployments", True, True, ("deploy",)),
+    Kind("batch", "v1", "Job", "jobs", True, True),
+    Kind("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, True, ("pdb",)),
+    Kind("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False, False),
+    Kind(
+        "rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", False, False
+    ),
     Kind("source.toolkit.fluxcd.io", "v1", "HelmRepository", "helmrepositories", True, True),
     Kind("helm.toolkit.fluxcd.io", "v2", "HelmRelease", "helmreleases", True, True, ("hr",)),
     Kind(
