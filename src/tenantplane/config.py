@@ -194,6 +194,24 @@ class Settings(BaseSettings):
         }
         return {**data, **{key: value for key, value in defaults.items() if not data.get(key)}}
 
+    @model_validator(mode="after")
+    def _kubernetes_settings(self) -> Settings:
+        if self.kubeconfig is not None and not self.kubeconfig.is_file():
+            raise ValueError(f"TENANTPLANE_KUBECONFIG: {self.kubeconfig} is not a file")
+        if self.sync_provider == "external-secrets":
+            # Copies go into vCluster tenant clusters found on the host cluster, and their
+            # ClusterSecretStores point at the vault.
+            if self.orchestrator != "kubernetes":
+                raise ValueError(
+                    "TENANTPLANE_SYNC_PROVIDER=external-secrets needs "
+                    "TENANTPLANE_ORCHESTRATOR=kubernetes"
+                )
+            if not self.vault_addr:
+                raise ValueError(
+                    "TENANTPLANE_SYNC_PROVIDER=external-secrets needs TENANTPLANE_VAULT_ADDR"
+                )
+        return self
+
     @field_validator("database_url")
     @classmethod
     def _check_database_url(cls, value: str) -> str:

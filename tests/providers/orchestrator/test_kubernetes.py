@@ -8,11 +8,14 @@ import itertools
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from pathlib import Path
 
 import httpx2
 import pytest
 from lightkube import ApiError
+from pydantic import ValidationError
 
+from tenantplane.config import Settings
 from tenantplane.providers.kube import Kube, client_for, load_kubeconfig
 from tenantplane.providers.orchestrator import ClusterSpec, Observation, Stage
 from tenantplane.providers.orchestrator.kubernetes import (
@@ -264,3 +267,18 @@ async def test_api_server_throttling_errors_and_timeouts_fail_the_call_then_pass
     seen = await converge(orchestrator, host_cluster, cluster)
     assert seen[-1].stage == Stage.ready
     assert len(api.list("HelmRelease")) == 1
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"orchestrator": "kubernetes", "kubeconfig": "/nonexistent/kubeconfig"}, "not a file"),
+        ({"sync_provider": "external-secrets", "vault_addr": "http://v"}, "ORCHESTRATOR"),
+        ({"orchestrator": "kubernetes", "sync_provider": "external-secrets"}, "VAULT_ADDR"),
+    ],
+)
+def test_kubernetes_settings_that_cannot_work_are_refused(
+    tmp_path: Path, overrides: dict[str, str], message: str
+) -> None:
+    with pytest.raises(ValidationError, match=message):
+        Settings(_env_file=None, data_dir=tmp_path, **overrides)  # type: ignore[arg-type]
