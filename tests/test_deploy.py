@@ -43,7 +43,9 @@ def find(kind: str, name: str) -> dict[str, Any]:
 
 
 def test_kubectl_dry_run_accepts_every_manifest(host_cluster: HostCluster) -> None:
-    env = {**os.environ, "KUBECONFIG": str(host_cluster.kubeconfig), "HOME": str(DEPLOY)}
+    # kubectl keeps its discovery cache under HOME: the test's directory, not the checkout.
+    home = str(host_cluster.kubeconfig.parent)
+    env = {**os.environ, "KUBECONFIG": str(host_cluster.kubeconfig), "HOME": home}
     result = subprocess.run(
         [KUBECTL, "apply", "--dry-run=client", "--validate=false", "-f", str(DEPLOY)],
         env=env,
