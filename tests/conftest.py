@@ -21,6 +21,9 @@ from tests.factories import Factory
 from tests.http_client import api_client, running_app
 from tests.oidc_provider import MockProvider, mock_provider
 
+# The fake Kubernetes host cluster (host_cluster) for every package that needs it.
+pytest_plugins = ["tests.fakes.kubernetes_fixtures"]
+
 BACKENDS = ["sqlite", "postgresql"]
 TEST_SECRET = "test-secret-key-for-api-key-hashes"
 

@@ -32,6 +32,7 @@ from tenantplane.cli_support import (
     echo_json,
     echo_result,
     load_settings,
+    refuse_simulated_billing,
     run_in_transaction,
 )
 from tenantplane.cluster.cli import simulator_app
@@ -128,6 +129,7 @@ def serve(
     from tenantplane.http.server import serve as serve_app
 
     settings = load_settings(json_logs=as_json)
+    refuse_simulated_billing(settings)
     _migrate(settings)
     serve_app(settings, host, port)
 
@@ -148,6 +150,7 @@ def worker(
     from tenantplane.reconcilers import build_supervisor
 
     settings = load_settings(json_logs=as_json)
+    refuse_simulated_billing(settings)
     asyncio.run(
         run_worker(settings, build_supervisor, metrics_host=metrics_host, metrics_port=metrics_port)
     )

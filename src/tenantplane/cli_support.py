@@ -14,6 +14,7 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, TypeVar
 
+import structlog
 import typer
 from pydantic import TypeAdapter, ValidationError
 from sqlalchemy.exc import DBAPIError, OperationalError
@@ -77,6 +78,27 @@ def load_settings(*, json_logs: bool = False) -> Settings:
         settings = settings.model_copy(update={"log_json": True})
     configure_logging(settings.log_level, settings.log_json)
     return settings
+
+
+def refuse_simulated_billing(settings: Settings) -> None:
+    """`serve` and `worker` must not charge real money for clusters that do not exist."""
+    if not settings.bills_simulated_clusters:
+        return
+    if not settings.allow_simulated_billing:
+        raise CliError(
+            "SIMULATED_BILLING",
+            f"{ENV_PREFIX}BILLING_PROVIDER=paddle charges tenants for their clusters, but "
+            f"{ENV_PREFIX}ORCHESTRATOR=simulator only simulates them: set "
+            f"{ENV_PREFIX}ORCHESTRATOR=kubernetes (docs/kubernetes.md), or "
+            f"{ENV_PREFIX}ALLOW_SIMULATED_BILLING=true for a demo.",
+            EXIT_USAGE,
+        )
+    structlog.get_logger(__name__).warning(
+        "simulated billing allowed: Paddle charges for simulated clusters",
+        billing_provider=settings.billing_provider,
+        orchestrator=settings.orchestrator,
+        setting=f"{ENV_PREFIX}ALLOW_SIMULATED_BILLING",
+    )
 
 
 def echo_json(document: object) -> None:

@@ -91,8 +91,25 @@ class Settings(BaseSettings):
     oidc_jwks_min_refresh_seconds: int = 60
     oidc_http_timeout_seconds: float = 5.0
 
-    orchestrator: Literal["simulator"] = "simulator"
+    orchestrator: Literal["simulator", "kubernetes"] = "simulator"
     simulator_step_seconds: float = 3.0
+    # kubernetes (docs/kubernetes.md): the host cluster from a kubeconfig file (and context),
+    # or the in-cluster service account when no file is set.
+    kubeconfig: Path | None = None
+    kubernetes_context: str | None = None
+    kubernetes_timeout_seconds: float = Field(default=10.0, gt=0)
+    # Clusters in progress are observed again this often.
+    kubernetes_poll_seconds: float = Field(default=5.0, gt=0)
+    # The vCluster chart Flux installs, and values merged under the platform's own.
+    vcluster_chart_repository: str = "https://charts.loft.sh"
+    vcluster_chart_version: str = "0.26.0"
+    vcluster_values_file: Path | None = None
+    # The clusters' external API host: {cluster}, {tenant} and {namespace} are replaced.
+    cluster_host_template: str = "{cluster}-{tenant}.clusters.example.com"
+    # How tenantplane reaches a tenant cluster's API (secret sync): the server written in
+    # vCluster's kubeconfig Secret when empty; else this, with {cluster}, {tenant},
+    # {namespace} and {host} replaced (e.g. https://{host} from outside the host cluster).
+    vcluster_server_template: str = ""
     run_reconcilers: bool = True
     # Reconcilers (docs/reconcilers.md): rows worked on at once per reconciler and process,
     # how long a lease lasts (a crashed worker's rows are taken over after it), and the
@@ -102,6 +119,9 @@ class Settings(BaseSettings):
     reconcile_idle_poll_seconds: float = Field(default=2.0, gt=0)
     # Running clusters are observed again this often (faults, drift).
     cluster_resync_seconds: float = Field(default=30.0, gt=0)
+    # A cluster whose step failed (the orchestrator throttled, failed or timed out) is tried
+    # again after this long.
+    cluster_retry_seconds: float = Field(default=5.0, gt=0)
     # Catalogues (docs/clusters.md); the packaged defaults when unset.
     plans_file: Path | None = None
     versions_file: Path | None = None
@@ -124,6 +144,9 @@ class Settings(BaseSettings):
     alerting_firewall_block_cidrs: Annotated[list[str], NoDecode] = Field(default_factory=list)
     alerting_firewall_block_private: bool = True
     billing_provider: Literal["none", "paddle"] = "none"
+    # Paddle charges real money: with the simulator orchestrator the clusters charged for do
+    # not exist, so `serve` and `worker` refuse that pairing unless this is set (a demo).
+    allow_simulated_billing: bool = False
     # Billing (docs/billing.md; prices are in the plan catalogue, PLANS_FILE): where metered
     # observability usage comes from, and the Paddle Billing connection.
     usage_source: Literal["none", "file"] = "none"
@@ -144,7 +167,12 @@ class Settings(BaseSettings):
     vault_token: SecretStr | None = None
     vault_mount_template: str = "tenant-{tenant}"
     vault_timeout_seconds: float = Field(default=5.0, gt=0)
-    sync_provider: Literal["simulator"] = "simulator"
+    sync_provider: Literal["simulator", "external-secrets"] = "simulator"
+    # external-secrets: how often External Secrets refreshes a copy from the vault, and how
+    # its ClusterSecretStore logs in to the vault (Kubernetes auth, one role per tenant).
+    external_secrets_refresh_interval: str = "1h"
+    vault_kubernetes_auth_mount: str = "kubernetes"
+    vault_kubernetes_role_template: str = "tenant-{tenant}"
     secret_resync_seconds: float = Field(default=60.0, gt=0)
     secret_retry_seconds: float = Field(default=5.0, gt=0)
 
@@ -165,6 +193,24 @@ class Settings(BaseSettings):
             "alertmanager_config_file": data_dir / "alertmanager" / "alertmanager.yml",
         }
         return {**data, **{key: value for key, value in defaults.items() if not data.get(key)}}
+
+    @model_validator(mode="after")
+    def _kubernetes_settings(self) -> Settings:
+        if self.kubeconfig is not None and not self.kubeconfig.is_file():
+            raise ValueError(f"TENANTPLANE_KUBECONFIG: {self.kubeconfig} is not a file")
+        if self.sync_provider == "external-secrets":
+            # Copies go into vCluster tenant clusters found on the host cluster, and their
+            # ClusterSecretStores point at the vault.
+            if self.orchestrator != "kubernetes":
+                raise ValueError(
+                    "TENANTPLANE_SYNC_PROVIDER=external-secrets needs "
+                    "TENANTPLANE_ORCHESTRATOR=kubernetes"
+                )
+            if not self.vault_addr:
+                raise ValueError(
+                    "TENANTPLANE_SYNC_PROVIDER=external-secrets needs TENANTPLANE_VAULT_ADDR"
+                )
+        return self
 
     @field_validator("database_url")
     @classmethod
@@ -226,6 +272,11 @@ class Settings(BaseSettings):
             "redis_failure_policy": self.redis_failure_policy,
             "vault": "configured" if self.vault_addr else "not configured",
         }
+
+    @property
+    def bills_simulated_clusters(self) -> bool:
+        """Real charges (Paddle) for clusters that only the simulator runs."""
+        return self.billing_provider == "paddle" and self.orchestrator == "simulator"
 
     def keyring(self) -> KeyRing:
         """The secret key (and the fallbacks) from which every purpose's key is derived."""

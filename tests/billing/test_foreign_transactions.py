@@ -141,6 +141,7 @@ async def test_a_served_process_refuses_a_foreign_transaction(
     env = {
         "TENANTPLANE_PLANS_FILE": str(plans_file),
         "TENANTPLANE_BILLING_PROVIDER": "paddle",
+        "TENANTPLANE_ALLOW_SIMULATED_BILLING": "true",
         "TENANTPLANE_PADDLE_API_URL": paddle.url,
         "TENANTPLANE_PADDLE_API_KEY": paddle.api_key,
         "TENANTPLANE_PADDLE_WEBHOOK_SECRET": paddle.webhook_secret,

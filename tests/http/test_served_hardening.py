@@ -137,6 +137,7 @@ def test_webhooks_are_outside_the_backoff_and_have_their_own_budget(
         "TENANTPLANE_TRUSTED_PROXIES": "127.0.0.1",
         "TENANTPLANE_WEBHOOK_RATE_LIMIT": "8/minute",
         "TENANTPLANE_BILLING_PROVIDER": "paddle",
+        "TENANTPLANE_ALLOW_SIMULATED_BILLING": "true",
         "TENANTPLANE_PADDLE_API_URL": paddle.url,
         "TENANTPLANE_PADDLE_API_KEY": paddle.api_key,
         "TENANTPLANE_PADDLE_WEBHOOK_SECRET": paddle.webhook_secret,

@@ -232,6 +232,7 @@ async def test_overlapping_billing_runs_issue_and_charge_each_period_once(
             tmp_path,
             postgres_url,
             billing_provider="paddle",
+            allow_simulated_billing="true",
             paddle_api_url=paddle.url,
             paddle_api_key=paddle.api_key,
             paddle_webhook_secret=paddle.webhook_secret,

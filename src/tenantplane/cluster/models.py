@@ -32,6 +32,8 @@ class ClusterPhase(enum.StrEnum):
     provisioning = "Provisioning"
     running = "Running"
     upgrading = "Upgrading"
+    # The orchestrator could not deploy the spec (reason in the Ready condition's message).
+    failed = "Failed"
     terminating = "Terminating"
     # Only in history: the cluster is gone.
     deleted = "Deleted"

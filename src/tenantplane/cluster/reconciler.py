@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.schema import Table
 
+from tenantplane.catalogue.plans import PlanCatalogue, load_plans
 from tenantplane.catalogue.versions import VersionCatalogue, load_versions
 from tenantplane.cluster.models import Cluster, ClusterEvent, ClusterHistory, ClusterPhase
 from tenantplane.cluster.repository import ClusterRepository
@@ -47,13 +48,17 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
         orchestrator: Orchestrator,
         versions: VersionCatalogue,
         *,
+        plans: PlanCatalogue | None = None,
         progress_seconds: float,
         resync_seconds: float,
         concurrency: int = 16,
         lease_seconds: float = 30.0,
+        retry_seconds: float = 5.0,
     ) -> None:
         self.orchestrator = orchestrator
+        self.error_backoff_seconds = retry_seconds
         self.versions = versions
+        self.plans = plans
         self.progress = timedelta(seconds=progress_seconds)
         self.resync = timedelta(seconds=resync_seconds)
         self.concurrency = concurrency
@@ -79,12 +84,19 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
                 cpu=cluster.cpu,
                 memory=cluster.memory,
                 storage=cluster.storage,
+                pool=self._pool(tenant),
             ),
         )
 
+    def _pool(self, tenant: Tenant | None) -> dict[str, str]:
+        if tenant is None or self.plans is None:
+            return {}
+        limits = self.plans.limits(tenant.plan)
+        return {"cpu": limits.cpu, "memory": limits.memory, "storage": limits.storage}
+
     async def act(self, snapshot: ClusterWork) -> Observation:
         if snapshot.deleting:
-            return await self.orchestrator.delete(snapshot.spec.uid)
+            return await self.orchestrator.delete(snapshot.spec)
         return await self.orchestrator.apply(snapshot.spec)
 
     async def apply(
@@ -152,19 +164,32 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
 
 
 def build_orchestrator(context: ReconcileContext) -> Orchestrator:
+    settings = context.settings
+    if settings.orchestrator == "kubernetes":
+        from tenantplane.providers.orchestrator.kubernetes import build_kubernetes_orchestrator
+
+        orchestrator, close = build_kubernetes_orchestrator(settings)
+        context.close_on_stop(close)
+        return orchestrator
     from tenantplane.providers.orchestrator.simulator import SimulatorOrchestrator
 
-    settings = context.settings
     return SimulatorOrchestrator(context.database, settings.simulator_step_seconds)
 
 
 def build_cluster_reconciler(context: ReconcileContext) -> Reconciler[Any, Any] | None:
     settings = context.settings
+    progress = (
+        settings.kubernetes_poll_seconds
+        if settings.orchestrator == "kubernetes"
+        else settings.simulator_step_seconds
+    )
     return ClusterReconciler(
         build_orchestrator(context),
         load_versions(settings.versions_file),
-        progress_seconds=settings.simulator_step_seconds,
+        plans=load_plans(settings.plans_file),
+        progress_seconds=progress,
         resync_seconds=settings.cluster_resync_seconds,
         concurrency=settings.reconcile_concurrency,
         lease_seconds=settings.reconcile_lease_seconds,
+        retry_seconds=settings.cluster_retry_seconds,
     )

@@ -15,6 +15,7 @@ _PHASE_OF_STAGE = {
     Stage.creating: ClusterPhase.provisioning,
     Stage.ready: ClusterPhase.running,
     Stage.upgrading: ClusterPhase.upgrading,
+    Stage.failed: ClusterPhase.failed,
 }
 
 
@@ -160,8 +161,11 @@ def observed_status(cluster: Cluster, observation: Observation, now: datetime) -
         "certificate_authority": (
             observation.certificate_authority if serving else cluster.certificate_authority
         ),
+        # Unknown while an upgrade rolls (the orchestrator reports none): what ran before.
         "kubernetes_version": (
-            observation.kubernetes_version if serving else cluster.kubernetes_version
+            observation.kubernetes_version
+            if serving and observation.kubernetes_version
+            else cluster.kubernetes_version
         ),
         "conditions": render_conditions(
             cluster.conditions, _conditions(cluster, phase, ha_phase, observation), now

@@ -18,7 +18,13 @@ from sqlalchemy.sql.schema import Table
 
 from tenantplane.cluster.models import Cluster, ClusterPhase
 from tenantplane.db.base import rfc3339, utcnow
-from tenantplane.providers.sync import ClusterRef, CopySpec, SyncError, SyncProvider
+from tenantplane.providers.sync import (
+    ClusterRef,
+    CopySpec,
+    SyncError,
+    SyncPending,
+    SyncProvider,
+)
 from tenantplane.providers.sync.simulator import SimulatorSyncProvider
 from tenantplane.providers.vault import PathCheck, PathStatus, VaultPaths, build_vault_paths
 from tenantplane.reconcile import LeaseGuard, Reconciler
@@ -50,9 +56,8 @@ class ClusterView:
     endpoint: str
     certificate_authority: str
 
-    @property
-    def ref(self) -> ClusterRef:
-        return ClusterRef(self.uid, self.name, self.endpoint, self.certificate_authority)
+    def ref(self, tenant: str) -> ClusterRef:
+        return ClusterRef(self.uid, self.name, self.endpoint, self.certificate_authority, tenant)
 
     @property
     def is_running(self) -> bool:
@@ -224,7 +229,9 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
         # Recorded whatever the call's result: a copy that may exist must stay known to removal.
         outcome.applied.append(_applied_entry(cluster, target))
         try:
-            written = await self.provider.apply(cluster.ref, copy)
+            written = await self.provider.apply(cluster.ref(snapshot.tenant), copy)
+        except SyncPending as exc:
+            return status_entry(target, SyncPhase.pending, Reason.sync_pending, str(exc), last_sync)
         except SyncError as exc:
             return status_entry(target, SyncPhase.failed, Reason.sync_error, str(exc), last_sync)
         if written or last_sync is None or before.get("phase") != SyncPhase.synced.value:
@@ -256,7 +263,10 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
                 continue
             try:
                 await self.provider.remove(
-                    cluster.ref, entry["namespace"], entry["secretName"], snapshot.uid
+                    cluster.ref(snapshot.tenant),
+                    entry["namespace"],
+                    entry["secretName"],
+                    snapshot.uid,
                 )
             except SyncError:
                 log.warning("copy removal failed", secret=snapshot.name, cluster=cluster.name)
@@ -387,9 +397,20 @@ def build_secret_reconciler(context: ReconcileContext) -> Reconciler[Any, Any] |
     context.close_on_stop(vault.aclose)
     return SecretReconciler(
         vault,
-        SimulatorSyncProvider(context.database),
+        build_sync_provider(context),
         resync_seconds=settings.secret_resync_seconds,
         retry_seconds=settings.secret_retry_seconds,
         concurrency=settings.reconcile_concurrency,
         lease_seconds=settings.reconcile_lease_seconds,
     )
+
+
+def build_sync_provider(context: ReconcileContext) -> SyncProvider:
+    settings = context.settings
+    if settings.sync_provider == "external-secrets":
+        from tenantplane.providers.sync.external_secrets import build_external_secrets
+
+        provider, close = build_external_secrets(settings)
+        context.close_on_stop(close)
+        return provider
+    return SimulatorSyncProvider(context.database)

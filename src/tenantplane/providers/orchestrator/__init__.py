@@ -7,6 +7,7 @@ cluster; a Kubernetes adapter implements the same protocol.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -22,6 +23,8 @@ class ClusterSpec:
     cpu: str
     memory: str
     storage: str
+    # The tenant's plan pool (cpu, memory, storage): the quota of the tenant's namespace.
+    pool: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,7 @@ class Stage:
     upgrading = "upgrading"
     deleting = "deleting"
     gone = "gone"
+    failed = "failed"  # the deployment failed; ``message`` says why
 
 
 @dataclass(frozen=True)
@@ -64,5 +68,5 @@ class Orchestrator(Protocol):
     async def apply(self, spec: ClusterSpec) -> Observation:
         """Create the cluster or move it towards ``spec``; report what is observed."""
 
-    async def delete(self, uid: str) -> Observation:
+    async def delete(self, spec: ClusterSpec) -> Observation:
         """Tear the cluster down; ``Stage.gone`` once nothing is left."""

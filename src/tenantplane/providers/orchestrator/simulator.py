@@ -67,10 +67,10 @@ class SimulatorOrchestrator:
                 self._start_upgrade(row, spec, now)
             return observe(row)
 
-    async def delete(self, uid: str) -> Observation:
+    async def delete(self, spec: ClusterSpec) -> Observation:
         async with self.database.transaction() as session:
             now = utcnow()
-            row = await self._get(session, uid)
+            row = await self._get(session, spec.uid)
             if row is None:
                 return Observation(stage=Stage.gone, settled=True)
             self._advance(row, now, None)

@@ -21,6 +21,7 @@ class ClusterRef:
     name: str
     endpoint: str
     certificate_authority: str
+    tenant: str = ""
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,10 @@ class CopySpec:
 
 class SyncError(Exception):
     """The provider could not converge a copy (the message is shown in syncStatuses)."""
+
+
+class SyncPending(SyncError):
+    """The copy is written but the cluster has not reported it synced yet."""
 
 
 class SyncProvider(Protocol):

@@ -1,0 +1,284 @@
+"""The Kubernetes orchestrator through lightkube against the fake API server, whose
+controllers play Flux and vCluster one step at a time."""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from pathlib import Path
+
+import httpx2
+import pytest
+from lightkube import ApiError
+from pydantic import ValidationError
+
+from tenantplane.config import Settings
+from tenantplane.providers.kube import Kube, client_for, load_kubeconfig
+from tenantplane.providers.orchestrator import ClusterSpec, Observation, Stage
+from tenantplane.providers.orchestrator.kubernetes import (
+    ChartSettings,
+    KubernetesOrchestrator,
+)
+from tests.fakes.kubernetes_fixtures import HostCluster
+
+CHART = ChartSettings(
+    repository="https://charts.loft.sh",
+    version="0.26.0",
+    host_template="{cluster}-{tenant}.clusters.example.net",
+    extra_values={"sync": {"toHost": {"ingresses": {"enabled": True}}}},
+)
+POOL = {"cpu": "8", "memory": "16Gi", "storage": "200Gi"}
+# Steps of the fake's controllers an observation may take to settle, at most.
+MAX_STEPS = 40
+
+
+def spec(name: str = "dev", high_availability: bool = True) -> ClusterSpec:
+    return ClusterSpec(
+        uid=uuid.uuid4().hex,
+        name=name,
+        tenant="acme",
+        version="1.33",
+        patch=5,
+        high_availability=high_availability,
+        cpu="2",
+        memory="4Gi",
+        storage="20Gi",
+        pool=POOL,
+    )
+
+
+@pytest.fixture
+async def orchestrator(host_cluster: HostCluster) -> AsyncIterator[KubernetesOrchestrator]:
+    kube = Kube(client_for(load_kubeconfig(host_cluster.kubeconfig, "host"), 2.0))
+    yield KubernetesOrchestrator(kube, CHART)
+    await kube.aclose()
+
+
+async def converge(
+    orchestrator: KubernetesOrchestrator, host: HostCluster, cluster: ClusterSpec
+) -> list[Observation]:
+    """Apply, one controller step, apply … until settled: every observation on the way."""
+    seen = [await orchestrator.apply(cluster)]
+    for _ in range(MAX_STEPS):
+        if seen[-1].settled:
+            return seen
+        host.controllers.step()
+        seen.append(await orchestrator.apply(cluster))
+    pytest.fail(f"did not settle: {seen[-1]}")
+
+
+async def test_create_lays_out_the_tenant_namespace_and_the_release(
+    orchestrator: KubernetesOrchestrator,
+    host_cluster: HostCluster,
+) -> None:
+    cluster = spec()
+    first = await orchestrator.apply(cluster)
+    assert first.stage == Stage.creating
+    api = host_cluster.api
+    namespace = api.get("Namespace", "tp-acme")
+    assert namespace is not None
+    assert namespace["metadata"]["labels"]["tenantplane.io/tenant"] == "acme"
+    quota = api.get("ResourceQuota", "plan", "tp-acme")
+    assert quota is not None
+    assert quota["spec"]["hard"] == {
+        "limits.cpu": "8",
+        "limits.memory": "16Gi",
+        "requests.storage": "200Gi",
+    }
+    policy = api.get("NetworkPolicy", "tenant-isolation", "tp-acme")
+    assert policy is not None
+    assert policy["spec"]["ingress"] == [{"from": [{"podSelector": {}}]}]
+    release = api.get("HelmRelease", "dev", "tp-acme")
+    assert release is not None
+    assert release["metadata"]["labels"]["tenantplane.io/cluster-uid"] == cluster.uid
+    chart = release["spec"]["chart"]["spec"]
+    assert (chart["chart"], chart["version"]) == ("vcluster", "0.26.0")
+    values = release["spec"]["values"]
+    plane = values["controlPlane"]
+    assert plane["statefulSet"]["highAvailability"]["replicas"] == 3
+    assert plane["backingStore"]["etcd"]["deploy"] == {
+        "enabled": True,
+        "statefulSet": {"highAvailability": {"replicas": 3}},
+    }
+    assert plane["distro"]["k8s"]["image"]["tag"] == "v1.33.5"
+    assert plane["statefulSet"]["resources"]["limits"] == {"cpu": "2", "memory": "4Gi"}
+    assert plane["statefulSet"]["persistence"]["volumeClaim"]["size"] == "20Gi"
+    assert plane["proxy"]["extraSANs"] == ["dev-acme.clusters.example.net"]
+    assert values["sync"] == {"toHost": {"ingresses": {"enabled": True}}}  # extra values
+    # Encryption at rest: the API server reads a key made for this cluster.
+    [argument] = plane["distro"]["k8s"]["apiServer"]["extraArgs"]
+    assert argument.startswith("--encryption-provider-config=")
+    secret = api.get("Secret", "dev-encryption", "tp-acme")
+    assert secret is not None
+    config = base64.b64decode(secret["data"]["config.yaml"]).decode()
+    assert "secretbox" in config
+    assert "EncryptionConfiguration" in config
+
+
+async def test_applying_again_writes_nothing(
+    orchestrator: KubernetesOrchestrator,
+    host_cluster: HostCluster,
+) -> None:
+    cluster = spec()
+    await orchestrator.apply(cluster)
+    revision = host_cluster.api.revision
+    key = host_cluster.api.get("Secret", "dev-encryption", "tp-acme")
+    await orchestrator.apply(cluster)
+    assert host_cluster.api.revision == revision
+    assert host_cluster.api.get("Secret", "dev-encryption", "tp-acme") == key
+
+
+async def test_ha_replicas_become_ready_one_at_a_time(
+    orchestrator: KubernetesOrchestrator,
+    host_cluster: HostCluster,
+) -> None:
+    seen = await converge(orchestrator, host_cluster, spec())
+    counts = [(o.control_plane.ready, o.etcd.ready) for o in seen]
+    steps = [(b[0] - a[0]) + (b[1] - a[1]) for a, b in itertools.pairwise(counts)]
+    assert set(steps) <= {0, 1}  # never two replicas in one step
+    assert counts[-1] == (3, 3)
+    # The API serves (Running) from the first control-plane replica with etcd quorum.
+    first_ready = next(o for o in seen if o.stage == Stage.ready)
+    assert (first_ready.control_plane.ready, first_ready.etcd.ready) == (1, 2)
+    assert all(o.stage == Stage.creating for o in seen[: seen.index(first_ready)])
+    last = seen[-1]
+    assert last.stage == Stage.ready
+    assert last.kubernetes_version == "v1.33.5"
+    assert last.version == "1.33"
+    assert last.endpoint == "https://dev-acme.clusters.example.net:443"
+    ca = base64.b64decode(last.certificate_authority).decode()
+    assert ca.startswith("-----BEGIN CERTIFICATE-----")
+
+
+async def test_degraded_replicas_are_seen_and_recover(
+    orchestrator: KubernetesOrchestrator,
+    host_cluster: HostCluster,
+) -> None:
+    cluster = spec()
+    await converge(orchestrator, host_cluster, cluster)
+    host_cluster.controllers.degrade("tp-acme", "dev", 2)
+    degraded = await orchestrator.apply(cluster)
+    assert degraded.stage == Stage.ready
+    assert (degraded.control_plane.ready, degraded.etcd.ready) == (1, 3)
+    assert degraded.api_available
+    assert not degraded.settled
+    host_cluster.controllers.degrade("tp-acme", "dev-etcd", 2)
+    unavailable = await orchestrator.apply(cluster)
+    assert not unavailable.api_available  # etcd lost quorum
+    host_cluster.controllers.recover("tp-acme", "dev")
+    host_cluster.controllers.recover("tp-acme", "dev-etcd")
+    seen = await converge(orchestrator, host_cluster, cluster)
+    assert (seen[-1].control_plane.ready, seen[-1].etcd.ready) == (3, 3)
+    assert len(seen) >= 4  # one replica per step
+
+
+async def test_upgrade_rolls_the_control_plane_to_the_new_version(
+    orchestrator: KubernetesOrchestrator,
+    host_cluster: HostCluster,
+) -> None:
+    cluster = spec()
+    await converge(orchestrator, host_cluster, cluster)
+    upgraded = replace(cluster, version="1.34", patch=1)
+    seen = await converge(orchestrator, host_cluster, upgraded)
+    assert seen[0].stage == Stage.upgrading
+    assert seen[0].kubernetes_version == ""  # not known while it rolls
+    rolling = [o for o in seen if o.stage == Stage.upgrading]
+    assert min(o.control_plane.ready for o in rolling) == 2  # one replica at a time
+    assert min(o.etcd.ready for o in rolling) == 3  # etcd untouched
+    assert seen[-1].stage == Stage.ready
+    assert seen[-1].kubernetes_version == "v1.34.1"
+    release = host_cluster.api.get("HelmRelease", "dev", "tp-acme")
+    assert release is not None
+    tag = release["spec"]["values"]["controlPlane"]["distro"]["k8s"]["image"]["tag"]
+    assert tag == "v1.34.1"
+
+
+async def test_a_failed_install_is_reported_with_its_reason(
+    orchestrator: KubernetesOrchestrator,
+    host_cluster: HostCluster,
+) -> None:
+    cluster = spec()
+    host_cluster.controllers.fail("tp-acme", "dev", "chart vcluster 0.26.0 not found")
+    await orchestrator.apply(cluster)
+    host_cluster.controllers.step()
+    failed = await orchestrator.apply(cluster)
+    assert failed.stage == Stage.failed
+    assert "InstallFailed" in failed.message
+    assert "chart vcluster 0.26.0 not found" in failed.message
+    host_cluster.controllers.heal("tp-acme", "dev")
+    seen = await converge(orchestrator, host_cluster, cluster)
+    assert seen[-1].stage == Stage.ready
+
+
+async def test_delete_removes_release_volumes_secrets_then_the_last_namespace(
+    orchestrator: KubernetesOrchestrator,
+    host_cluster: HostCluster,
+) -> None:
+    api = host_cluster.api
+    first, second = spec("dev"), spec("prod", high_availability=False)
+    await converge(orchestrator, host_cluster, first)
+    await converge(orchestrator, host_cluster, second)
+    assert len(api.list("PersistentVolumeClaim", "tp-acme")) == 8  # 3 + 3 + 1 + 1
+
+    async def delete(cluster: ClusterSpec) -> None:
+        for _ in range(MAX_STEPS):
+            if (await orchestrator.delete(cluster)).stage == Stage.gone:
+                return
+            host_cluster.controllers.step()
+        pytest.fail("not deleted")
+
+    await delete(first)
+    assert api.get("HelmRelease", "dev", "tp-acme") is None
+    assert api.list("StatefulSet", "tp-acme") != []  # the other cluster's
+    assert {c["metadata"]["name"] for c in api.list("PersistentVolumeClaim", "tp-acme")} == {
+        "data-prod-0",
+        "data-prod-etcd-0",
+    }
+    names = {s["metadata"]["name"] for s in api.list("Secret", "tp-acme")}
+    assert names == {"vc-prod", "prod-encryption"}
+    assert api.get("Namespace", "tp-acme") is not None  # not the last cluster
+    await delete(second)
+    host_cluster.controllers.step()  # the namespace controller empties it
+    assert api.get("Namespace", "tp-acme") is None
+    assert (await orchestrator.delete(second)).stage == Stage.gone  # idempotent
+
+
+async def test_api_server_throttling_errors_and_timeouts_fail_the_call_then_pass(
+    orchestrator: KubernetesOrchestrator,
+    host_cluster: HostCluster,
+) -> None:
+    """Each failure propagates (the reconciler framework retries the step after a backoff);
+    the next call after the fault picks up where the cluster stands."""
+    cluster = spec()
+    api = host_cluster.api
+    await orchestrator.apply(cluster)
+    for code in (429, 500, 409):
+        api.fail_next(code, 1)
+        with pytest.raises(ApiError) as raised:
+            await orchestrator.apply(cluster)
+        assert raised.value.status.code == code
+    api.stall_next(3.0, 1)  # longer than the client's 2 s
+    with pytest.raises(httpx2.TimeoutException):
+        await orchestrator.apply(cluster)
+    assert api.faults_left == 0
+    seen = await converge(orchestrator, host_cluster, cluster)
+    assert seen[-1].stage == Stage.ready
+    assert len(api.list("HelmRelease")) == 1
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"orchestrator": "kubernetes", "kubeconfig": "/nonexistent/kubeconfig"}, "not a file"),
+        ({"sync_provider": "external-secrets", "vault_addr": "http://v"}, "ORCHESTRATOR"),
+        ({"orchestrator": "kubernetes", "sync_provider": "external-secrets"}, "VAULT_ADDR"),
+    ],
+)
+def test_kubernetes_settings_that_cannot_work_are_refused(
+    tmp_path: Path, overrides: dict[str, str], message: str
+) -> None:
+    with pytest.raises(ValidationError, match=message):
+        Settings(_env_file=None, data_dir=tmp_path, **overrides)  # type: ignore[arg-type]
