@@ -4,22 +4,19 @@ vCluster) move one step at a time, driven by the test between its looks at the A
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
 
 from tenantplane.db.engine import Database
-from tests.cluster.polling import create_cluster
+from tests.cluster.polling import create_cluster, gone, status_matches
 from tests.factories import Factory, TenantFixture
-from tests.fakes.kubernetes_fixtures import HostCluster
+from tests.fakes.kubernetes_fixtures import HostCluster, drive
 from tests.http_client import bearer
 from tests.tenant.conftest import Operated, operated
 
 # Looks (each after one controller step) before giving up: turns a hang into a failure.
-MAX_LOOKS = 400
 
 
 @pytest.fixture
@@ -41,50 +38,6 @@ async def kube_app(
         yield value
 
 
-Check = Callable[[httpx.Response], bool]
-
-
-async def drive(
-    client: httpx.AsyncClient,
-    host: HostCluster,
-    path: str,
-    key: str,
-    until: Check,
-    what: str,
-) -> list[dict[str, Any]]:
-    """Step the controllers, look at the cluster, until ``until``: the statuses seen."""
-    seen: list[dict[str, Any]] = []
-    for _ in range(MAX_LOOKS):
-        response = await client.get(path, headers=bearer(key))
-        if response.status_code == 200:
-            seen.append(response.json()["status"])
-        if until(response):
-            return seen
-        host.controllers.step()
-        await _let_the_reconciler_run()
-    pytest.fail(f"never saw {what}; last: {seen[-1:] or response.text}")
-
-
-async def _let_the_reconciler_run() -> None:
-    import asyncio
-
-    await asyncio.sleep(0.03)
-
-
-def status_is(**expected: Any) -> Check:
-    def check(response: httpx.Response) -> bool:
-        if response.status_code != 200:
-            return False
-        status = response.json()["status"]
-        return all(status.get(key) == value for key, value in expected.items())
-
-    return check
-
-
-def is_gone(response: httpx.Response) -> bool:
-    return response.status_code == 404
-
-
 async def test_an_ha_cluster_lives_its_life_on_kubernetes(
     kube_app: Operated, factory: Factory, host_cluster: HostCluster
 ) -> None:
@@ -99,7 +52,7 @@ async def test_an_ha_cluster_lives_its_life_on_kubernetes(
         host_cluster,
         path,
         tenant.admin_key,
-        status_is(phase="Running", haPhase="ha-healthy"),
+        status_matches(phase="Running", haPhase="ha-healthy"),
         "Running and ha-healthy",
     )
     phases = [status["phase"] for status in seen]
@@ -118,11 +71,21 @@ async def test_an_ha_cluster_lives_its_life_on_kubernetes(
 
     host_cluster.controllers.degrade(f"tp-{tenant.name}", "dev", 1)
     await drive(
-        client, host_cluster, path, tenant.admin_key, status_is(haPhase="ha-degraded"), "degraded"
+        client,
+        host_cluster,
+        path,
+        tenant.admin_key,
+        status_matches(haPhase="ha-degraded"),
+        "degraded",
     )
     host_cluster.controllers.recover(f"tp-{tenant.name}", "dev")
     await drive(
-        client, host_cluster, path, tenant.admin_key, status_is(haPhase="ha-healthy"), "healthy"
+        client,
+        host_cluster,
+        path,
+        tenant.admin_key,
+        status_matches(haPhase="ha-healthy"),
+        "healthy",
     )
 
     current = await client.get(path, headers=bearer(tenant.admin_key))
@@ -137,14 +100,14 @@ async def test_an_ha_cluster_lives_its_life_on_kubernetes(
         host_cluster,
         path,
         tenant.admin_key,
-        status_is(phase="Running", kubernetesVersion="v1.34.1"),
+        status_matches(phase="Running", kubernetesVersion="v1.34.1"),
         "upgraded",
     )
     assert "Upgrading" in [status["phase"] for status in seen]
 
     deleted = await client.delete(path, headers=bearer(tenant.admin_key))
     assert deleted.status_code in (200, 202), deleted.text
-    await drive(client, host_cluster, path, tenant.admin_key, is_gone, "deleted")
+    await drive(client, host_cluster, path, tenant.admin_key, gone, "deleted")
     host_cluster.controllers.step()
     assert api.get("HelmRelease", "dev", f"tp-{tenant.name}") is None
     assert api.list("PersistentVolumeClaim", f"tp-{tenant.name}") == []
@@ -163,7 +126,7 @@ async def test_a_failed_release_shows_failed_with_its_reason(
         host_cluster,
         f"{tenant.path}/clusters/dev",
         tenant.admin_key,
-        status_is(phase="Failed"),
+        status_matches(phase="Failed"),
         "Failed",
     )
     ready = next(c for c in seen[-1]["conditions"] if c["type"] == "Ready")
@@ -185,7 +148,7 @@ async def test_an_api_server_that_throttles_fails_and_stalls_for_a_while(
         host_cluster,
         f"{tenant.path}/clusters/dev",
         tenant.admin_key,
-        status_is(phase="Running"),
+        status_matches(phase="Running"),
         "Running despite the faults",
     )
     assert api.faults_left == 0
@@ -204,7 +167,7 @@ async def test_cancelling_a_tenant_deletes_its_clusters_on_kubernetes(
             host_cluster,
             f"{tenant.path}/clusters/{name}",
             tenant.admin_key,
-            status_is(phase="Running"),
+            status_matches(phase="Running"),
             f"{name} Running",
         )
     assert len(api.list("HelmRelease", f"tp-{tenant.name}")) == 2
@@ -215,7 +178,7 @@ async def test_cancelling_a_tenant_deletes_its_clusters_on_kubernetes(
             host_cluster,
             f"{tenant.path}/clusters/{name}",
             tenant.admin_key,
-            is_gone,
+            gone,
             f"{name} deleted",
         )
     host_cluster.controllers.step()

@@ -35,9 +35,7 @@ import copy
 import hashlib
 import json
 import re
-import socket
 import threading
-import time
 import uuid
 from collections import deque
 from collections.abc import Iterator
@@ -54,6 +52,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from tenantplane.providers.orchestrator.certificates import new_cluster_ca
+from tests.fakes.server import serving_asgi
 
 Object = dict[str, Any]
 Path = tuple[str, ...]
@@ -797,27 +796,9 @@ def _json(body: bytes) -> Object:
 @contextmanager
 def serve(fake: FakeKubernetes) -> Iterator[str]:
     """Serve ``fake`` on a loopback port in a thread; yields its address."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        fake.app, http="h11", lifespan="off", log_level="warning", access_log=False
-    )
-    server = fake.server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the fake Kubernetes API server did not start")
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
+    with serving_asgi(fake.app, "Kubernetes API server") as (address, server):
+        fake.server = server
+        yield address
 
 
 def kubeconfig(address: str, context: str = "fake", namespace: str = "default") -> Object:

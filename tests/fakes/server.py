@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -85,3 +86,34 @@ def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[LoopbackServer]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=WAIT_SECONDS)
+
+
+@contextmanager
+def serving_asgi(app: Any, name: str, **options: Any) -> Iterator[tuple[str, Any]]:
+    """Serve an ASGI ``app`` on a free loopback port in a thread; yields (address, server).
+
+    h11, not httptools: some services' clients send methods httptools refuses (Vault's LIST).
+    """
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(
+        app, http="h11", lifespan="off", log_level="warning", access_log=False, **options
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError(f"the fake {name} did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}", server
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()

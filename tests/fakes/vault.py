@@ -20,9 +20,7 @@ non-standard LIST method.
 
 from __future__ import annotations
 
-import socket
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,6 +33,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+
+from tests.fakes.server import serving_asgi
 
 PERMISSION_DENIED = {"errors": ["permission denied"]}
 
@@ -275,31 +275,12 @@ def _no_handler(method: str, route: str) -> JSONResponse:
 @contextmanager
 def serve(vault: FakeVault) -> Iterator[str]:
     """Serve ``vault`` on a loopback port in a thread; yields its address."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(
+    with serving_asgi(
         vault.app,
-        http="h11",
-        lifespan="off",
-        log_level="warning",
-        access_log=False,
+        "vault",
         # Idle connections stay open until the client closes them (uvicorn's default closes
         # them after 5 s, which would hide a client that never does).
         timeout_keep_alive=3600,
-    )
-    server = vault.server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the fake vault did not start")
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
+    ) as (address, server):
+        vault.server = server
+        yield address

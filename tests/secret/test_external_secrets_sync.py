@@ -13,10 +13,9 @@ import httpx
 import pytest
 
 from tenantplane.db.engine import Database
-from tests.cluster.polling import create_cluster
-from tests.cluster.test_kubernetes_orchestrator import drive, status_is
+from tests.cluster.polling import create_cluster, status_matches
 from tests.factories import Factory
-from tests.fakes.kubernetes_fixtures import HostCluster
+from tests.fakes.kubernetes_fixtures import HostCluster, drive
 from tests.fakes.vault import FakeVault
 from tests.http_client import bearer
 from tests.tenant.conftest import Operated, operated
@@ -97,7 +96,7 @@ async def test_a_secret_syncs_fails_recovers_and_is_removed_through_external_sec
         host_cluster,
         f"{tenant.path}/clusters/prod",
         tenant.admin_key,
-        status_is(phase="Running"),
+        status_matches(phase="Running"),
         "Running",
     )
     created = await client.post(
