@@ -13,7 +13,6 @@ served by the same process in the same run. See bench/README.md.
 from __future__ import annotations
 
 import argparse
-from collections import Counter
 import asyncio
 import json
 import os
@@ -23,6 +22,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -337,7 +337,8 @@ def simultaneous_creations(backend: str, options: Options, count: int = 1000) ->
         answers = ", ".join(f"{n} x {code}" for code, n in sorted(Counter(statuses).items()))
         emit(
             options,
-            f"\n(h) {backend}: answers {answers}; {ok}/{count} creations accepted in {accepted:.1f} s, "
+            f"\n(h) {backend}: answers {answers}; {ok}/{count} creations accepted in "
+            f"{accepted:.1f} s, "
             f"all Running after {total:.1f} s; {detail}",
         )
 
@@ -364,6 +365,7 @@ def main() -> None:
     parser.add_argument("--backend", choices=["sqlite", "postgresql", "both"], default="both")
     parser.add_argument("--only", default=SCENARIOS, help="scenario letters, e.g. abc")
     parser.add_argument("--output", type=Path, help="also write the tables to this file")
+    parser.add_argument("--keep", action="store_true", help="keep the logs and SQLite files")
     arguments = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="tenantplane-bench-"))
     options = Options(arguments.seconds, arguments.connections, arguments.only, workdir)
@@ -384,7 +386,10 @@ def main() -> None:
     finally:
         if arguments.output:
             arguments.output.write_text("\n".join(options.report) + "\n")
-        shutil.rmtree(workdir, ignore_errors=True)
+        if arguments.keep:
+            print(f"logs and files kept in {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
     sys.exit(0)
 
 

@@ -128,8 +128,9 @@ def seed_history(engine: Engine, clusters: list[dict[str, Any]], at: datetime) -
 
 
 def seed_invoices(engine: Engine, tenant: int, tenant_name: str, count: int) -> None:
-    """``count`` monthly Paid invoices ending before now, three line items each."""
-    start = datetime(2000, 1, 1, tzinfo=UTC)
+    """``count`` Paid invoices of 30 days, three line items each. The last period ends in a
+    month: no period is due, so the billing-cycle reconciler stays idle during the run."""
+    start = datetime.now(UTC) + timedelta(days=30) - count * timedelta(days=30)
     invoices = []
     for _ in range(count):
         end = start + timedelta(days=30)
