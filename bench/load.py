@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +33,20 @@ class Figures:
     @property
     def cpu_ms_per_request(self) -> float:
         return 1000 * self.cpu_seconds / self.requests if self.requests else 0.0
+
+
+def settle(processes: list[Process], patience_seconds: float = 60.0) -> None:
+    """Wait until the processes are idle: wrk stops at its deadline, but the requests it left
+    queued are still served afterwards, and their time must not count for the next run."""
+    interval = 0.25
+    deadline = time.monotonic() + patience_seconds
+    last = sum(process.cpu() for process in processes)
+    while time.monotonic() < deadline:
+        time.sleep(interval)
+        now = sum(process.cpu() for process in processes)
+        if now - last < 0.1 * interval:
+            return
+        last = now
 
 
 def wrk_path() -> str:
@@ -71,6 +86,7 @@ def run_wrk(
     command.append(url)
     env = {**os.environ, "BENCH_POST": post_path or "", "BENCH_PREFIX": prefix}
     watched = [server, *(also or [])]
+    settle(watched)
     before = sum(process.cpu() for process in watched)
     done = subprocess.run(command, env=env, check=True, capture_output=True, text=True)
     used = sum(process.cpu() for process in watched) - before
