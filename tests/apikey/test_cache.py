@@ -11,6 +11,7 @@ import pytest
 from pydantic import ValidationError
 from sqlalchemy import event
 
+from tenantplane.apikey.cache import CachedKey, KeyCache
 from tenantplane.config import Settings
 from tenantplane.db.engine import Database
 from tests.conftest import make_settings
@@ -97,3 +98,26 @@ async def test_a_wrong_key_is_never_cached(
 def test_the_cache_time_is_at_most_one_second(tmp_path: Path) -> None:
     with pytest.raises(ValidationError):
         Settings(data_dir=tmp_path, api_key_cache_seconds=1.5)
+
+
+async def test_a_cancelled_shared_lookup_leaves_its_waiters_to_look_up_themselves() -> None:
+    cache: KeyCache[str] = KeyCache(0.5)
+    started, release = asyncio.Event(), asyncio.Event()
+    found = CachedKey("identity", "key-id", None, None, b"hash", "derivation")
+
+    async def slow() -> CachedKey[str] | None:
+        started.set()
+        await release.wait()
+        return found
+
+    async def quick() -> CachedKey[str] | None:
+        return found
+
+    leader = asyncio.create_task(cache.load(b"digest", slow))
+    await started.wait()
+    waiter = asyncio.create_task(cache.load(b"digest", quick))
+    await asyncio.sleep(0)
+    leader.cancel()
+    assert await waiter == found
+    with pytest.raises(asyncio.CancelledError):
+        await leader

@@ -20,6 +20,10 @@ from typing import Generic, TypeVar
 T = TypeVar("T")
 
 
+class LookupAbandoned(Exception):
+    """The shared lookup's own request ended (cancelled) before the lookup did."""
+
+
 @dataclass(frozen=True)
 class CachedKey(Generic[T]):
     """What authentication needs again: the identity and the times it is checked against."""
@@ -78,7 +82,9 @@ class KeyCache(Generic[T]):
         try:
             found = await lookup()
         except BaseException as exc:
-            future.set_exception(exc)
+            # A cancelled leader (its client went away) must not cancel the waiters: they
+            # get an ordinary error and look up on their own.
+            future.set_exception(exc if isinstance(exc, Exception) else LookupAbandoned())
             future.exception()  # retrieved: no "never retrieved" warning without waiters
             raise
         else:
