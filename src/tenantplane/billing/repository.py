@@ -19,11 +19,41 @@ from tenantplane.billing.models import (
     CreditEntry,
     Invoice,
     InvoiceKind,
+    InvoiceLineItem,
     InvoicePhase,
     ProviderEvent,
 )
 from tenantplane.cluster.models import ClusterHistory, ClusterPhase
 from tenantplane.tenant.models import Plan, Tenant
+
+# The columns an invoice and its line items show in the API.
+INVOICE_LISTED = (
+    "id",
+    "name",
+    "period_start",
+    "period_end",
+    "created_at",
+    "resource_version",
+    "provider_transaction_id",
+    "phase",
+    "currency",
+    "subtotal",
+    "credits_applied",
+    "tax",
+    "total",
+    "provider_invoice_number",
+    "conditions",
+)
+LINE_ITEM_LISTED = (
+    "invoice_id",
+    "kind",
+    "description",
+    "cluster",
+    "quantity",
+    "unit",
+    "unit_price",
+    "amount",
+)
 
 
 class BillingRepository:
@@ -46,6 +76,30 @@ class BillingRepository:
             Invoice.period_start, Invoice.period_end, Invoice.kind.desc(), Invoice.id
         )
         return (await self.session.execute(statement)).scalars().all()
+
+    async def invoice_listing(
+        self, tenant_id: int
+    ) -> tuple[Sequence[Row[Any]], dict[int, list[Row[Any]]]]:
+        """``list_invoices`` as plain rows of the columns the API shows, and the line items by
+        invoice id in order: no ORM objects for a read that only serialises them."""
+        invoices = (
+            await self.session.execute(
+                select(*(getattr(Invoice, column) for column in INVOICE_LISTED))
+                .where(Invoice.tenant_id == tenant_id)
+                .order_by(Invoice.period_start, Invoice.period_end, Invoice.kind.desc(), Invoice.id)
+            )
+        ).all()
+        lines: dict[int, list[Row[Any]]] = {row.id: [] for row in invoices}
+        if lines:
+            statement = (
+                select(*(getattr(InvoiceLineItem, column) for column in LINE_ITEM_LISTED))
+                .join(Invoice, Invoice.id == InvoiceLineItem.invoice_id)
+                .where(Invoice.tenant_id == tenant_id)
+                .order_by(InvoiceLineItem.invoice_id, InvoiceLineItem.position)
+            )
+            for line in await self.session.execute(statement):
+                lines[line.invoice_id].append(line)
+        return invoices, lines
 
     async def get_invoice(self, tenant_id: int, name: str) -> Invoice | None:
         statement = self._tenant_invoices(tenant_id).where(Invoice.name == name)
