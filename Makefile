@@ -44,8 +44,12 @@ format: install
 	$(UV) run ruff format .
 	$(UV) run ruff check --fix .
 
+# Load benchmarks with wrk against a real server (bench/README.md); installs wrk where it can.
 bench: install
-	$(UV) run python -m bench
+	@command -v wrk >/dev/null 2>&1 || { [ "$$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1 \
+		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; } \
+		|| { echo "bench: wrk is missing; install it (apt-get install wrk)" >&2; exit 1; }
+	$(UV) run python -m bench $(BENCH_ARGS)
 
 # The lowest versions pyproject.toml allows, in their own environment (uv.lock is not touched):
 # a part of the suite proves the floors are high enough for the features the code uses.

@@ -1,12 +1,13 @@
-"""Load benchmarks: throughput of API operations as ratios against a baseline in the same run.
+"""Load benchmarks of a real `tenantplane serve`, driven by wrk: `make bench`.
 
-Starts a real `tenantplane serve` process on a loopback port (SQLite by default, or the
-database in TENANTPLANE_BENCH_DATABASE_URL), creates a tenant through the operator CLI, and
-drives each scenario with a bounded number of concurrent HTTP requests for a bounded time.
-The baseline is `/healthz` (no database, no authentication): ratios show what authentication,
-the rate limiter and the database cost, independent of how fast this machine is.
+For each backend (SQLite and PostgreSQL) it starts the server as in production (logging on,
+reconcilers in process unless stated), seeds data with the operator CLI and, for the big
+scenarios, directly in the database, and prints per scenario: requests/s, p50, p99, the
+server's CPU per request (from /proc/PID/stat before and after) and the ratio to /healthz
+served by the same process in the same run. See bench/README.md.
 
-    uv run python -m bench [--seconds 5] [--concurrency 16]
+    uv run python -m bench [--seconds 5] [--connections 64] [--backend sqlite|postgresql]
+                           [--only a,b,c,d,e,f,g,h]
 """
 
 from __future__ import annotations
@@ -15,147 +16,381 @@ import argparse
 import asyncio
 import json
 import os
-import socket
-import subprocess
+import shutil
+import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import httpx
+import psycopg
+import yaml
+from sqlalchemy import Engine, func, select
+
+from bench import seed
+from bench.load import Figures, run_wrk
+from bench.server import Process, Server, cli
+from tenantplane.cluster.models import Cluster, ClusterHistory
+
+SCENARIOS = "abcdefgh"
+POSTGRES_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+SERVER_NOTE = "uvicorn"
 
 
 @dataclass
-class Result:
-    name: str
-    requests: int
+class Options:
     seconds: float
-    errors: int
+    connections: int
+    scenarios: str
+    workdir: Path
+    report: list[str] = field(default_factory=list)
+
+
+@contextmanager
+def database(backend: str, workdir: Path) -> Iterator[str]:
+    """A new, empty database; dropped afterwards (PostgreSQL)."""
+    if backend == "sqlite":
+        path = workdir / f"bench-{uuid.uuid4().hex[:8]}.db"
+        yield f"sqlite:///{path}"
+        return
+    name = f"tenantplane_bench_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield f"postgresql://postgres@127.0.0.1:5432/{name}"
+    finally:
+        with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def environment(url: str, workdir: Path, **extra: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "TENANTPLANE_DATABASE_URL": url,
+        "TENANTPLANE_DATA_DIR": str(workdir),
+        "TENANTPLANE_SECRET_KEY": "bench-secret-key-bench-secret-key",
+        # The limiter still runs on every request; its limit is out of the way.
+        "TENANTPLANE_RATE_LIMIT": "100000000/minute",
+        **{f"TENANTPLANE_{key.upper()}": value for key, value in extra.items()},
+    }
+
+
+@dataclass
+class Tenant:
+    name: str
+    key: str
 
     @property
-    def rate(self) -> float:
-        return self.requests / self.seconds
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.key}"}
+
+    def path(self, rest: str) -> str:
+        return f"/api/v1/tenants/{self.name}{rest}"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def create_tenant(env: dict[str, str], name: str, plan: str = "enterprise") -> Tenant:
+    document = json.loads(cli(env, "tenant", "create", name, "--plan", plan, "--json"))
+    return Tenant(document["tenant"]["name"], document["apiKey"]["key"])
 
 
-Request = Callable[[httpx.AsyncClient], Coroutine[Any, Any, httpx.Response]]
-
-
-async def drive(
-    name: str, client: httpx.AsyncClient, request: Request, seconds: float, concurrency: int
-) -> Result:
-    deadline = time.perf_counter() + seconds
-    done = errors = 0
-
-    async def worker() -> None:
-        nonlocal done, errors
-        while time.perf_counter() < deadline:
-            response = await request(client)
-            done += 1
-            errors += response.status_code >= 400
-
-    started = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return Result(name, done, time.perf_counter() - started, errors)
-
-
-async def wait_ready(base: str, process: subprocess.Popen[bytes]) -> None:
-    async with httpx.AsyncClient() as client:
-        for _ in range(300):
-            if process.poll() is not None:
-                raise RuntimeError("server exited during start-up")
-            try:
-                if (await client.get(f"{base}/readyz")).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            await asyncio.sleep(0.1)
-    raise RuntimeError("server did not become ready")
-
-
-@dataclass
-class Server:
-    base: str
-    key: str
-    process: subprocess.Popen[bytes]
-
-
-def start_server() -> tuple[Server, str]:
-    workdir = Path(tempfile.mkdtemp(prefix="tenantplane-bench-"))
-    env = {
-        **os.environ,
-        "TENANTPLANE_DATABASE_URL": os.environ.get(
-            "TENANTPLANE_BENCH_DATABASE_URL", f"sqlite+aiosqlite:///{workdir / 'bench.db'}"
-        ),
-        "TENANTPLANE_SECRET_KEY": "bench-secret",
-        "TENANTPLANE_RATE_LIMIT": "100000000/minute",
-        "TENANTPLANE_LOG_LEVEL": "WARNING",
-    }
-    cli = [sys.executable, "-m", "tenantplane"]
-    subprocess.run([*cli, "migrate"], env=env, check=True, capture_output=True)
-    created = subprocess.run(
-        [*cli, "tenant", "create", f"bench-{os.getpid()}", "--json"],
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
+def row(figures: Figures, baseline: Figures | None, note: str = "") -> str:
+    ratio = f"{figures.rate / baseline.rate:.2f}" if baseline and baseline.rate else "-"
+    return (
+        f"| {figures.name} | {figures.rate:,.0f} | {figures.p50_ms:.1f} | {figures.p99_ms:.1f} "
+        f"| {figures.cpu_ms_per_request:.2f} | {ratio} | {figures.errors} | {note} |"
     )
-    document = json.loads(created.stdout)
-    port = free_port()
-    process = subprocess.Popen(
-        [*cli, "serve", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-    return Server(base, document["apiKey"]["key"], process), document["tenant"]["name"]
 
 
-async def measure(server: Server, tenant: str, seconds: float, concurrency: int) -> list[Result]:
-    await wait_ready(server.base, server.process)
-    headers = {"Authorization": f"Bearer {server.key}"}
-    wrong = {"Authorization": "Bearer svc_" + "x" * 43}
-    path = f"/api/v1/tenants/{tenant}"
-    scenarios: list[tuple[str, Request]] = [
-        ("baseline GET /healthz", lambda c: c.get("/healthz")),
-        ("GET /readyz (database round trip)", lambda c: c.get("/readyz")),
-        ("GET tenant (API key auth + read)", lambda c: c.get(path, headers=headers)),
-        ("GET apikeys (admin list)", lambda c: c.get(f"{path}/apikeys", headers=headers)),
-        ("unknown key (401, then 429 backoff)", lambda c: c.get(path, headers=wrong)),
-    ]
-    limits = httpx.Limits(max_connections=concurrency)
-    async with httpx.AsyncClient(base_url=server.base, limits=limits, timeout=30) as client:
-        return [
-            await drive(name, client, request, seconds, concurrency) for name, request in scenarios
-        ]
+HEADER = [
+    "| scenario | req/s | p50 ms | p99 ms | CPU ms/req | ratio to (a) | errors | note |",
+    "|---|---|---|---|---|---|---|---|",
+]
+
+
+def emit(options: Options, line: str) -> None:
+    print(line, flush=True)
+    options.report.append(line)
+
+
+def http_scenarios(backend: str, options: Options) -> None:
+    """(a)-(f) against one server process; (d) again with the reconcilers in a worker."""
+    wanted = options.scenarios
+    with database(backend, options.workdir) as url:
+        env = environment(url, options.workdir)
+        cli(env, "migrate")
+        tenant = create_tenant(env, f"bench-{uuid.uuid4().hex[:6]}")
+        engine = seed.sync_engine(url)
+        tenant_id = seed.tenant_id(engine, tenant.name)
+        now = datetime.now(UTC)
+        seed.seed_clusters(engine, [tenant_id], 50, now)
+        seed.seed_invoices(engine, tenant_id, tenant.name, 120)
+        log = options.workdir / f"server-{backend}.log"
+        emit(options, f"\n### {backend}: one `tenantplane serve` ({SERVER_NOTE}), wrk -t1\n")
+        emit(options, "\n".join(HEADER))
+        server = Server(env, log)
+        try:
+            server.wait_ready()
+            drive = _driver(server, options)
+            one = tenant.path("/clusters/cluster-000")
+            # Warm-up: imports, caches, pooled connections.
+            drive("warm-up", one, tenant.headers, seconds=1)
+            baseline = drive("(a) GET /healthz", "/healthz")
+            emit(options, row(baseline, baseline))
+            results: dict[str, Figures] = {}
+            if "b" in wanted:
+                results["b"] = drive("(b) GET one cluster", one, tenant.headers)
+                emit(options, row(results["b"], baseline))
+                eight = drive("(b) GET one cluster, 8 conn", one, tenant.headers, connections=8)
+                emit(options, row(eight, baseline, "8 connections"))
+            if "c" in wanted:
+                results["c"] = drive(
+                    "(c) list 50 clusters", tenant.path("/clusters"), tenant.headers
+                )
+                emit(options, row(results["c"], baseline))
+            if "e" in wanted:
+                invoices = drive("(e) list 120 invoices", tenant.path("/invoices"), tenant.headers)
+                emit(options, row(invoices, baseline))
+            if "d" in wanted:
+                created = drive(
+                    "(d) create secret",
+                    tenant.path("/secrets"),
+                    tenant.headers,
+                    post=tenant.path("/secrets"),
+                    prefix="in",
+                )
+                emit(options, row(created, baseline, "reconcilers in process"))
+        finally:
+            server.stop()
+        if "d" in wanted:
+            _writes_with_worker(env, options, tenant, log)
+        if "f" in wanted:
+            _big_database(env, options, engine, tenant, log, results.get("c"))
+        engine.dispose()
+
+
+def _driver(
+    server: Server, options: Options, also: list[Process] | None = None
+) -> Callable[..., Figures]:
+    def drive(
+        name: str,
+        path: str,
+        headers: dict[str, str] | None = None,
+        *,
+        seconds: float | None = None,
+        connections: int | None = None,
+        post: str | None = None,
+        prefix: str = "b",
+    ) -> Figures:
+        return run_wrk(
+            name,
+            server,
+            server.base + path,
+            seconds=seconds or options.seconds,
+            connections=connections or options.connections,
+            headers=headers,
+            post_path=post,
+            prefix=prefix,
+            also=also,
+        )
+
+    return drive
+
+
+def _writes_with_worker(env: dict[str, str], options: Options, tenant: Tenant, log: Path) -> None:
+    api_env = {**env, "TENANTPLANE_RUN_RECONCILERS": "false"}
+    server = Server(api_env, log)
+    worker = Process(["worker"], env, options.workdir / "worker.log")
+    try:
+        server.wait_ready()
+        drive = _driver(server, options, also=[worker])
+        baseline = drive("(a) GET /healthz", "/healthz")
+        created = drive(
+            "(d) create secret",
+            tenant.path("/secrets"),
+            tenant.headers,
+            post=tenant.path("/secrets"),
+            prefix="wk",
+        )
+        emit(options, row(created, baseline, "reconcilers in a `tenantplane worker`; CPU of both"))
+    finally:
+        server.stop()
+        worker.stop()
+
+
+def _big_database(
+    env: dict[str, str],
+    options: Options,
+    engine: Engine,
+    tenant: Tenant,
+    log: Path,
+    small: Figures | None,
+) -> None:
+    started = time.monotonic()
+    now = datetime.now(UTC)
+    others = seed.seed_tenants(engine, f"big-{uuid.uuid4().hex[:4]}", 1000, now)
+    seed.seed_clusters(engine, others, 100, now)
+    seeded = time.monotonic() - started
+    server = Server(env, log)
+    try:
+        server.wait_ready()
+        drive = _driver(server, options)
+        drive("warm-up", tenant.path("/clusters"), tenant.headers, seconds=1)
+        baseline = drive("(a) GET /healthz", "/healthz")
+        big = drive("(f) list 50 clusters, big db", tenant.path("/clusters"), tenant.headers)
+        note = f"1,000 more tenants x 100 clusters (seeded in {seeded:.0f} s)"
+        if small is not None and big.rate:
+            note += f"; (c)/(f) = {small.rate / big.rate:.2f}"
+        emit(options, row(big, baseline, note))
+    finally:
+        server.stop()
+
+
+def billing_run(backend: str, options: Options) -> None:
+    """(g) `tenantplane billing run` closing one period for each of 10,000 tenants."""
+    with database(backend, options.workdir) as url:
+        env = environment(url, options.workdir)
+        cli(env, "migrate")
+        engine = seed.sync_engine(url)
+        now = datetime.now(UTC)
+        start = now - timedelta(days=40)
+        tenants = seed.seed_tenants(engine, "bill", 10_000, start)
+        clusters = seed.seed_clusters(engine, tenants, 1, start)
+        seed.seed_history(engine, clusters, start)
+        engine.dispose()
+        began = time.monotonic()
+        outcome = json.loads(cli(env, "billing", "run", "--json"))
+        took = time.monotonic() - began
+        issued = len(outcome.get("issued", []))
+        emit(
+            options,
+            f"\n(g) {backend}: billing run for 10,000 tenants: {took:.1f} s, "
+            f"{issued} invoices issued (target < 60 s)",
+        )
+
+
+def simultaneous_creations(backend: str, options: Options, count: int = 1000) -> None:
+    """(h) ``count`` cluster creations at once (simulator step 0.2 s) until all are Running."""
+    step = 0.2
+    with database(backend, options.workdir) as url:
+        plans = options.workdir / "plans.yaml"
+        catalogue = yaml.safe_load(
+            (Path(__file__).parents[1] / "src/tenantplane/catalogue/plans.yaml").read_text()
+        )
+        catalogue["plans"]["enterprise"]["limits"]["clusters"] = count
+        plans.write_text(yaml.safe_dump(catalogue))
+        env = environment(
+            url, options.workdir, simulator_step_seconds=str(step), plans_file=str(plans)
+        )
+        cli(env, "migrate")
+        tenant = create_tenant(env, f"burst-{uuid.uuid4().hex[:6]}")
+        server = Server(env, options.workdir / f"server-{backend}-burst.log")
+        engine = seed.sync_engine(url)
+        try:
+            server.wait_ready()
+            began = time.monotonic()
+            statuses = asyncio.run(_create_clusters(server.base, tenant, count))
+            accepted = time.monotonic() - began
+            accepted_count = sum(1 for status in statuses if status == 201)
+            while True:
+                with engine.connect() as connection:
+                    running = connection.execute(
+                        select(func.count()).where(Cluster.phase == "Running")
+                    ).scalar_one()
+                if running >= accepted_count or time.monotonic() - began > 300:
+                    break
+                time.sleep(0.05)
+            total = time.monotonic() - began
+            with engine.connect() as connection:
+                rows = connection.execute(
+                    select(ClusterHistory.cluster_uid, ClusterHistory.phase, ClusterHistory.at)
+                ).all()
+        finally:
+            server.stop()
+            engine.dispose()
+        created: dict[str, datetime] = {}
+        ready: dict[str, datetime] = {}
+        for uid, phase, at in rows:
+            if phase == "Pending":
+                created.setdefault(uid, at)
+            if phase == "Running":
+                ready.setdefault(uid, at)
+        simulated = 2 * step  # a non-HA cluster: etcd, then the control plane
+        latencies = sorted((ready[u] - created[u]).total_seconds() for u in ready if u in created)
+        ok = sum(1 for status in statuses if status == 201)
+        if latencies:
+            median = statistics.median(latencies)
+            p99 = latencies[int(0.99 * (len(latencies) - 1))]
+            overhead = (median - simulated) / simulated
+            detail = (
+                f"create→Running p50 {median:.2f} s, p99 {p99:.2f} s against {simulated:.1f} s "
+                f"simulated: overhead {overhead:.0%} (median)"
+            )
+        else:
+            detail = "no cluster reached Running"
+        answers = ", ".join(f"{n} x {code}" for code, n in sorted(Counter(statuses).items()))
+        emit(
+            options,
+            f"\n(h) {backend}: answers {answers}; {ok}/{count} creations accepted in "
+            f"{accepted:.1f} s, "
+            f"all Running after {total:.1f} s; {detail}",
+        )
+
+
+async def _create_clusters(base: str, tenant: Tenant, count: int) -> list[int]:
+    limits = httpx.Limits(max_connections=count, max_keepalive_connections=count)
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=120) as client:
+
+        async def create(index: int) -> int:
+            response = await client.post(
+                tenant.path("/clusters"),
+                headers=tenant.headers,
+                json={"name": f"burst-{index:04d}"},
+            )
+            return response.status_code
+
+        return list(await asyncio.gather(*(create(i) for i in range(count))))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--seconds", type=float, default=5.0)
-    parser.add_argument("--concurrency", type=int, default=16)
-    args = parser.parse_args()
-    server, tenant = start_server()
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=5.0, help="per wrk scenario")
+    parser.add_argument("--connections", type=int, default=64)
+    parser.add_argument("--backend", choices=["sqlite", "postgresql", "both"], default="both")
+    parser.add_argument("--only", default=SCENARIOS, help="scenario letters, e.g. abc")
+    parser.add_argument("--output", type=Path, help="also write the tables to this file")
+    parser.add_argument("--keep", action="store_true", help="keep the logs and SQLite files")
+    arguments = parser.parse_args()
+    workdir = Path(tempfile.mkdtemp(prefix="tenantplane-bench-"))
+    options = Options(arguments.seconds, arguments.connections, arguments.only, workdir)
+    backends = ["sqlite", "postgresql"] if arguments.backend == "both" else [arguments.backend]
+    emit(
+        options,
+        f"tenantplane bench {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, "
+        f"{os.cpu_count()} CPUs, wrk -c{options.connections} {options.seconds:.0f} s per scenario",
+    )
     try:
-        results = asyncio.run(measure(server, tenant, args.seconds, args.concurrency))
+        for backend in backends:
+            if set(options.scenarios) & set("abcdef"):
+                http_scenarios(backend, options)
+            if "g" in options.scenarios:
+                billing_run(backend, options)
+            if "h" in options.scenarios:
+                simultaneous_creations(backend, options)
     finally:
-        server.process.terminate()
-        server.process.wait(timeout=30)
-    baseline = results[0].rate
-    print(f"{'scenario':40} {'req/s':>9} {'ratio':>7} {'errors':>7}")
-    for result in results:
-        print(
-            f"{result.name:40} {result.rate:9.0f} {result.rate / baseline:7.2f} {result.errors:7d}"
-        )
+        if arguments.output:
+            arguments.output.write_text("\n".join(options.report) + "\n")
+        if arguments.keep:
+            print(f"logs and files kept in {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    sys.exit(0)
 
 
 if __name__ == "__main__":

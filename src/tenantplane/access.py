@@ -12,15 +12,18 @@ who is not a member of a tenant gets the same 403 whether the tenant exists or n
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Protocol
 
 from fastapi import Depends, Request
+from sqlalchemy.ext.asyncio import AsyncSession
 
+from tenantplane.apikey.cache import CachedKey, KeyCache
 from tenantplane.apikey.repository import ApiKeyRepository
 from tenantplane.apikey.tokens import candidate_hashes, hash_key, looks_like_key
-from tenantplane.db.session import SessionDep
+from tenantplane.db.engine import READ_ONLY
+from tenantplane.db.session import READ_METHODS, SessionDep
 from tenantplane.http.access import Access, AccessCheck, tag_access
 from tenantplane.http.errors import Forbidden, Unauthenticated
 from tenantplane.http.names import TenantPath, path_name
@@ -76,33 +79,65 @@ def _bearer_token(request: Request) -> str:
     return token
 
 
+async def _begin_writing(request: Request, session: AsyncSession) -> None:
+    """Make the request's session able to write the key's bookkeeping (rare: once per
+    resolution window, or a re-hash). A read's transaction has no write lock (SQLite), and
+    one that begins to write after reading can fail at once with "database is locked" when
+    another writer committed meanwhile: it ends (it wrote nothing) and the request goes on
+    in a transaction that takes the write lock first. One connection at a time throughout."""
+    if request.method not in READ_METHODS:
+        return
+    await session.commit()
+    await session.connection(execution_options={READ_ONLY: False})
+
+
 async def _api_key_identity(request: Request, session: SessionDep, raw_key: str) -> Identity:
     settings = request.app.state.settings
     repository = ApiKeyRepository.from_session(session)
     keys: KeyRing = request.app.state.keys
-    candidates = candidate_hashes(keys, raw_key)
-    key = await repository.find_by_hash(candidates)
+    cache: KeyCache[Identity] = request.app.state.key_cache
+    digest, current_derivation = hash_key(keys, raw_key)
+
+    async def lookup() -> CachedKey[Identity] | None:
+        candidates = candidate_hashes(keys, raw_key)
+        key = await repository.find_by_hash(candidates)
+        # The hash must have been made the way the row says (a legacy hash never passes for
+        # a derived one, nor one secret key's for another's).
+        if key is None or candidates[key.key_hash] != key.key_derivation:
+            return None
+        identity = Identity(
+            email=key.created_by,
+            api_key_id=key.id,
+            api_key_tenant_id=key.tenant_id,
+            api_key_tenant_name=key.tenant.name,
+            api_key_role=key.role,
+        )
+        return CachedKey(
+            identity, key.id, key.expires_at, key.last_used_at, key.key_hash, key.key_derivation
+        )
+
+    found = await cache.load(digest, lookup)
     now = datetime.now(UTC)
-    # The hash must have been made the way the row says (a legacy hash never passes for a
-    # derived one, nor one secret key's for another's).
-    if key is None or candidates[key.key_hash] != key.key_derivation:
+    if found is None:
         raise Unauthenticated("invalid API key")
-    if key.expires_at is not None and key.expires_at <= now:
+    if found.expires_at is not None and found.expires_at <= now:
         raise Unauthenticated("API key expired")
-    if key.key_derivation != keys.current.derivation:
-        # Made under a fallback or before derivation: re-hashed now that the raw key is here.
-        new_hash, derivation = hash_key(keys, raw_key)
-        await repository.rehash(key.id, key.key_hash, new_hash, derivation)
+    rehash = found.derivation != current_derivation
     resolution = timedelta(seconds=settings.api_key_last_used_resolution_seconds)
-    if key.last_used_at is None or key.last_used_at < now - resolution:
-        await repository.touch(key.id, now, now - resolution)
-    return Identity(
-        email=key.created_by,
-        api_key_id=key.id,
-        api_key_tenant_id=key.tenant_id,
-        api_key_tenant_name=key.tenant.name,
-        api_key_role=key.role,
-    )
+    touch = found.last_used_at is None or found.last_used_at < now - resolution
+    if rehash or touch:
+        await _begin_writing(request, session)
+        if rehash:
+            # Made under a fallback or before derivation: re-hashed now that the raw key is
+            # here.
+            await repository.rehash(found.key_id, found.key_hash, digest, current_derivation)
+        if touch:
+            await repository.touch(found.key_id, now, now - resolution)
+        cache.put(
+            digest,
+            replace(found, key_hash=digest, derivation=current_derivation, last_used_at=now),
+        )
+    return found.value
 
 
 async def authenticate(request: Request, session: SessionDep) -> Identity:

@@ -11,8 +11,10 @@ from prometheus_client import CollectorRegistry
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from tenantplane import ops
+from tenantplane.access import Identity
 from tenantplane.alerting.policy import policy_from_settings
 from tenantplane.alerting.routes import router as alerting_router
+from tenantplane.apikey.cache import KeyCache
 from tenantplane.apikey.routes import router as apikey_router
 from tenantplane.billing.context import BillingContext
 from tenantplane.billing.routes import router as billing_router
@@ -115,6 +117,7 @@ def create_app(
     )
     app.state.settings = settings
     app.state.keys = settings.keyring()
+    app.state.key_cache = KeyCache[Identity](settings.api_key_cache_seconds)
     app.state.token_verifier = build_token_verifier(settings)
     app.state.alerting_backend = backend_from_settings(settings)
     app.state.alerting_policy = policy_from_settings(settings)

@@ -80,6 +80,9 @@ class Settings(BaseSettings):
     # after its previous response, is closed (slow or stalled clients holding connections).
     request_head_timeout_seconds: float = Field(default=10.0, gt=0)
     api_key_last_used_resolution_seconds: int = 60
+    # How long a process reuses an API-key lookup (0: never). A key revoked on another
+    # replica is refused here within this time, hence at most 1 s.
+    api_key_cache_seconds: float = Field(default=0.5, ge=0, le=1)
 
     oidc_issuer: str | None = None
     oidc_audience: str | None = None

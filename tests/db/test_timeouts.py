@@ -151,3 +151,27 @@ async def test_no_free_connection_answers_503_instead_of_hanging(
         # Free again: the next request is served.
         response = await client.get(f"{tenant.path}/secrets", headers=bearer(tenant.admin_key))
         assert response.status_code == 200, response.text
+
+
+async def test_connections_ended_by_the_server_are_replaced(postgres: Deployment) -> None:
+    """A PostgreSQL restart ends every pooled connection. Without a ping on each checkout,
+    the first request to use a dead connection may fail (503, retryable); the pool is then
+    replaced and the requests after it are served."""
+    tenant = await postgres.factory.tenant()
+    path, headers = f"{tenant.path}/secrets", bearer(tenant.admin_key)
+    warm = await asyncio.gather(*(postgres.client.get(path, headers=headers) for _ in range(4)))
+    assert [response.status_code for response in warm] == [200] * 4
+    async with await psycopg.AsyncConnection.connect(_dsn(postgres.url), autocommit=True) as admin:
+        ended = await admin.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        row = await ended.fetchone()
+        assert row is not None
+        assert row[0] >= 1
+    first = await postgres.client.get(path, headers=headers)
+    assert first.status_code in (200, 503), first.text
+    if first.status_code == 503:
+        assert first.json()["code"] == "DATABASE_UNAVAILABLE"
+    after = [(await postgres.client.get(path, headers=headers)).status_code for _ in range(4)]
+    assert after == [200] * 4

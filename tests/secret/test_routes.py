@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime
 from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import event
 
 from tenantplane.cluster.models import ClusterPhase
+from tenantplane.db.engine import Database
+from tenantplane.http.errors import Conflict
+from tenantplane.secret import service as secret_service
+from tenantplane.secret.schemas import SecretCreate
 from tests.factories import Factory, TenantFixture
 from tests.http_client import bearer
 from tests.secret.support import wait_for_phase
@@ -379,3 +385,47 @@ async def test_patch_with_the_same_targets_changes_nothing(
     assert patched.status_code == 200
     assert patched.json()["resourceVersion"] == settled["resourceVersion"]
     assert patched.json()["status"]["phase"] == "Synced"
+
+
+async def test_create_inserts_the_row_once_without_a_savepoint(
+    database: Database, factory: Factory
+) -> None:
+    """The duplicate check is the unique constraint at flush: a savepoint around it would
+    cost two round trips and, opened after the INSERT (begin_nested flushes first), protect
+    nothing."""
+    tenant = await factory.tenant()
+    statements: list[str] = []
+
+    def record(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+        statements.append(statement.strip().upper())
+
+    engine = database.engine.sync_engine
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        async with database.transaction() as session:
+            await secret_service.create(
+                session,
+                tenant.id,
+                SecretCreate.model_validate({"name": "db-creds", "secretPath": "apps/db"}),
+            )
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    assert [s for s in statements if s.startswith("INSERT INTO SECRETS")], statements
+    assert not [s for s in statements if "SAVEPOINT" in s], statements
+
+
+async def test_racing_creates_of_one_name_end_in_a_conflict(
+    database: Database, factory: Factory
+) -> None:
+    """The second create finds no committed row (PostgreSQL) and loses at its INSERT, or
+    waits for the write lock and then finds it (SQLite): a Conflict either way."""
+    tenant = await factory.tenant()
+    body = SecretCreate.model_validate({"name": "db-creds", "secretPath": "apps/db"})
+    async with database.sessionmaker() as first, database.sessionmaker() as second:
+        await secret_service.create(first, tenant.id, body)
+        racing = asyncio.create_task(secret_service.create(second, tenant.id, body))
+        await asyncio.sleep(0.05)
+        await first.commit()
+        with pytest.raises(Conflict):
+            await racing
+        await second.rollback()

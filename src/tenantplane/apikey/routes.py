@@ -4,8 +4,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Request, Response, status
 
-from tenantplane.access import TenantAdmin
+from tenantplane.access import Identity, TenantAdmin
 from tenantplane.apikey import service
+from tenantplane.apikey.cache import KeyCache
 from tenantplane.apikey.schemas import ApiKeyCreate, ApiKeyCreated, ApiKeyRead
 from tenantplane.apikey.tokens import KEY_ID_PATTERN
 from tenantplane.db.session import SessionDep
@@ -82,9 +83,14 @@ async def get_api_key(
 
 
 @router.delete("/{id}", status_code=status.HTTP_204_NO_CONTENT, responses=error_responses(404))
-async def revoke_api_key(principal: TenantAdmin, key_id: ApiKeyId, session: SessionDep) -> None:
+async def revoke_api_key(
+    principal: TenantAdmin, key_id: ApiKeyId, session: SessionDep, request: Request
+) -> None:
     """Revoke an API key.
 
-    The key stops authenticating at once. Admin.
+    The key stops authenticating at once on the server that revoked it and within a second on
+    every other replica. Admin.
     """
     await service.revoke(session, principal.tenant_id, key_id)
+    key_cache: KeyCache[Identity] = request.app.state.key_cache
+    key_cache.forget(key_id)

@@ -12,7 +12,7 @@ import typer
 from tenantplane.alerting.reconciler import AlertingReconciler
 from tenantplane.billing import service
 from tenantplane.billing.context import BillingContext
-from tenantplane.billing.cycle import close_ended_periods
+from tenantplane.billing.cycle import batches, billing_subjects, close_batch_periods
 from tenantplane.billing.models import Invoice
 from tenantplane.billing.pricing import PricingError
 from tenantplane.billing.reconciler import InvoiceReconciler
@@ -128,8 +128,13 @@ def billing_run(now: NowOption = None, as_json: JsonOption = False) -> None:
     async def work(database: Database, context: BillingContext) -> Outcome:
         outcome = Outcome()
         async with database.transaction() as session:
-            issued = await close_ended_periods(session, context, instant)
-            outcome.issued = [_summary(invoice) for invoice in issued]
+            subjects = await billing_subjects(session)
+        # A transaction per batch: what a run committed stays issued if it is stopped, and
+        # the next run (idempotent) carries on from there.
+        for batch in batches(subjects):
+            async with database.transaction() as session:
+                issued = await close_batch_periods(session, context, batch, instant)
+                outcome.issued += [_summary(invoice) for invoice in issued]
         outcome.charges_attempted = await _submit_charges(database, context)
         return outcome
 

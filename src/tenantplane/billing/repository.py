@@ -7,7 +7,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, func, or_, select, update
+from sqlalchemy import ColumnElement, Row, Select, and_, func, insert, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -19,11 +19,41 @@ from tenantplane.billing.models import (
     CreditEntry,
     Invoice,
     InvoiceKind,
+    InvoiceLineItem,
     InvoicePhase,
     ProviderEvent,
 )
 from tenantplane.cluster.models import ClusterHistory, ClusterPhase
-from tenantplane.tenant.models import Tenant
+from tenantplane.tenant.models import Plan, Tenant
+
+# The columns an invoice and its line items show in the API.
+INVOICE_LISTED = (
+    "id",
+    "name",
+    "period_start",
+    "period_end",
+    "created_at",
+    "resource_version",
+    "provider_transaction_id",
+    "phase",
+    "currency",
+    "subtotal",
+    "credits_applied",
+    "tax",
+    "total",
+    "provider_invoice_number",
+    "conditions",
+)
+LINE_ITEM_LISTED = (
+    "invoice_id",
+    "kind",
+    "description",
+    "cluster",
+    "quantity",
+    "unit",
+    "unit_price",
+    "amount",
+)
 
 
 class BillingRepository:
@@ -46,6 +76,30 @@ class BillingRepository:
             Invoice.period_start, Invoice.period_end, Invoice.kind.desc(), Invoice.id
         )
         return (await self.session.execute(statement)).scalars().all()
+
+    async def invoice_listing(
+        self, tenant_id: int
+    ) -> tuple[Sequence[Row[Any]], dict[int, list[Row[Any]]]]:
+        """``list_invoices`` as plain rows of the columns the API shows, and the line items by
+        invoice id in order: no ORM objects for a read that only serialises them."""
+        invoices = (
+            await self.session.execute(
+                select(*(getattr(Invoice, column) for column in INVOICE_LISTED))
+                .where(Invoice.tenant_id == tenant_id)
+                .order_by(Invoice.period_start, Invoice.period_end, Invoice.kind.desc(), Invoice.id)
+            )
+        ).all()
+        lines: dict[int, list[Row[Any]]] = {row.id: [] for row in invoices}
+        if lines:
+            statement = (
+                select(*(getattr(InvoiceLineItem, column) for column in LINE_ITEM_LISTED))
+                .join(Invoice, Invoice.id == InvoiceLineItem.invoice_id)
+                .where(Invoice.tenant_id == tenant_id)
+                .order_by(InvoiceLineItem.invoice_id, InvoiceLineItem.position)
+            )
+            for line in await self.session.execute(statement):
+                lines[line.invoice_id].append(line)
+        return invoices, lines
 
     async def get_invoice(self, tenant_id: int, name: str) -> Invoice | None:
         statement = self._tenant_invoices(tenant_id).where(Invoice.name == name)
@@ -90,6 +144,66 @@ class BillingRepository:
 
     def add(self, row: Any) -> None:
         self.session.add(row)
+
+    # Many tenants at once (the billing run) ----------------------------------------------
+
+    async def tenants_with_final_invoice(self, tenant_ids: Sequence[int]) -> set[int]:
+        statement = select(Invoice.tenant_id).where(
+            Invoice.tenant_id.in_(tenant_ids), Invoice.kind == InvoiceKind.final.value
+        )
+        return set((await self.session.execute(statement.distinct())).scalars())
+
+    async def last_period_ends(self, tenant_ids: Sequence[int]) -> dict[int, datetime]:
+        statement = (
+            select(Invoice.tenant_id, func.max(Invoice.period_end))
+            .where(Invoice.tenant_id.in_(tenant_ids))
+            .group_by(Invoice.tenant_id)
+        )
+        rows = (await self.session.execute(statement)).all()
+        return {tenant_id: end for tenant_id, value in rows if (end := _aware(value))}
+
+    async def credit_balances(self, tenant_ids: Sequence[int]) -> dict[int, Decimal]:
+        statement = select(CreditEntry.tenant_id, CreditEntry.amount).where(
+            CreditEntry.tenant_id.in_(tenant_ids)
+        )
+        balances: dict[int, Decimal] = {}
+        for tenant_id, amount in await self.session.execute(statement):
+            balances[tenant_id] = balances.get(tenant_id, Decimal("0.00")) + amount
+        return balances
+
+    async def taken_invoice_names(
+        self, tenant_ids: Sequence[int], names: Sequence[str]
+    ) -> set[tuple[int, str]]:
+        """Which of ``names`` the tenants already use, as (tenant id, name)."""
+        statement = select(Invoice.tenant_id, Invoice.name).where(
+            Invoice.tenant_id.in_(tenant_ids), Invoice.name.in_(names)
+        )
+        return {(tenant_id, name) for tenant_id, name in await self.session.execute(statement)}
+
+    async def insert_invoices_once(self, rows: Sequence[dict[str, Any]]) -> dict[int, int]:
+        """``insert_invoice_once`` for many tenants' periods in one statement: the new ids by
+        tenant id; a tenant whose period already has an invoice is left out."""
+        if not rows:
+            return {}
+        dialect = self.session.get_bind().dialect.name
+        builder = pg_insert if dialect == "postgresql" else sqlite_insert
+        statement = (
+            builder(Invoice)
+            .values(list(rows))
+            .on_conflict_do_nothing(index_elements=[Invoice.tenant_id, Invoice.period_start])
+            .returning(Invoice.tenant_id, Invoice.id)
+        )
+        result = await self.session.execute(statement)
+        return {tenant_id: invoice_id for tenant_id, invoice_id in result}
+
+    async def insert_rows(self, model: Any, rows: Sequence[dict[str, Any]]) -> None:
+        """Plain rows of ``model`` in one executemany (no objects in the session)."""
+        if rows:
+            await self.session.execute(insert(model.__table__), list(rows))
+
+    async def invoices_by_ids(self, invoice_ids: Sequence[int]) -> Sequence[Invoice]:
+        statement = select(Invoice).where(Invoice.id.in_(invoice_ids))
+        return (await self.session.execute(statement)).scalars().all()
 
     async def find_for_transaction(
         self, transaction_id: str, invoice_uid: str | None
@@ -155,8 +269,10 @@ class BillingRepository:
 
     # Tenants and their profiles and credit ---------------------------------------------
 
-    async def tenants(self) -> Sequence[Tenant]:
-        return (await self.session.execute(select(Tenant).order_by(Tenant.id))).scalars().all()
+    async def billing_subjects(self) -> Sequence[Row[int, str, Plan, datetime]]:
+        """(id, name, plan, created_at) of every tenant, in id order."""
+        statement = select(Tenant.id, Tenant.name, Tenant.plan, Tenant.created_at)
+        return (await self.session.execute(statement.order_by(Tenant.id))).all()
 
     async def tenant_by_name(self, name: str) -> Tenant | None:
         statement = select(Tenant).where(Tenant.name == name)
@@ -197,8 +313,14 @@ class BillingRepository:
     ) -> Sequence[ClusterHistory]:
         """Every row in [start, end) plus, per cluster, the last row before ``start`` (the
         state the period opens with) unless that row says the cluster is gone."""
+        return await self.histories_for_period([tenant_id], start, end)
+
+    async def histories_for_period(
+        self, tenant_ids: Sequence[int], start: datetime, end: datetime
+    ) -> Sequence[ClusterHistory]:
+        """``history_for_period`` of several tenants sharing the period."""
         inside = select(ClusterHistory).where(
-            ClusterHistory.tenant_id == tenant_id,
+            ClusterHistory.tenant_id.in_(tenant_ids),
             ClusterHistory.at >= start,
             ClusterHistory.at < end,
         )
@@ -210,7 +332,7 @@ class BillingRepository:
             .scalar_subquery()
         )
         opening = select(ClusterHistory).where(
-            ClusterHistory.tenant_id == tenant_id,
+            ClusterHistory.tenant_id.in_(tenant_ids),
             ClusterHistory.at < start,
             ClusterHistory.at == latest_before,
             ClusterHistory.phase != ClusterPhase.deleted.value,

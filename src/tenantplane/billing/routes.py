@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
 
 from tenantplane.access import AnyCaller, Public, TenantAdminInAnyState, TenantMember
 from tenantplane.billing import service, webhooks
@@ -33,14 +34,18 @@ def billing_context(request: Request) -> BillingContext:
     return context
 
 
-@tenant_router.get("/invoices", response_model_exclude_none=True)
-async def list_invoices(principal: TenantMember, session: SessionDep) -> ItemList[InvoiceRead]:
+@tenant_router.get(
+    "/invoices", response_model=ItemList[InvoiceRead], response_model_exclude_none=True
+)
+async def list_invoices(principal: TenantMember, session: SessionDep) -> JSONResponse:
     """List the tenant's invoices.
 
     The full history ordered by billing period, without pagination. Members.
     """
-    invoices = await service.list_invoices(session, principal.tenant_id)
-    return ItemList[InvoiceRead](items=[InvoiceRead.of(invoice) for invoice in invoices])
+    # Built as JSON from plain rows and sent as is: a long history made of ORM objects and
+    # response models validated again by the framework cost tens of ms per request.
+    items = await service.invoice_listing(session, principal.tenant_id)
+    return JSONResponse({"items": items})
 
 
 @tenant_router.get(

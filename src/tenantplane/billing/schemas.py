@@ -8,10 +8,12 @@ from decimal import Decimal
 from typing import Any
 
 from pydantic import Field
+from sqlalchemy import Row
 
 from tenantplane.billing.models import Invoice, InvoiceLineItem
 from tenantplane.billing.pricing import PlanPrices
 from tenantplane.catalogue.plans import PlanLimits
+from tenantplane.db.base import rfc3339
 from tenantplane.http.schemas import OutputModel, UtcDateTime
 
 CENT = Decimal("0.01")
@@ -77,7 +79,35 @@ class InvoiceRead(OutputModel):
         )
 
 
-def line_item(line: InvoiceLineItem) -> dict[str, Any]:
+def invoice_document(invoice: Row[Any], lines: list[Row[Any]]) -> dict[str, Any]:
+    """``InvoiceRead.of(...)`` as JSON, built straight from a listing's plain rows (the same
+    fields in the same order; tests/billing/test_list_item_shapes.py compares them)."""
+    return {
+        "name": invoice.name,
+        "billingPeriod": {
+            "start": rfc3339(invoice.period_start),
+            "end": rfc3339(invoice.period_end),
+        },
+        "createdAt": rfc3339(invoice.created_at),
+        "resourceVersion": str(invoice.resource_version),
+        "providerTransactionID": invoice.provider_transaction_id,
+        "status": {
+            "phase": invoice.phase,
+            "billedUntil": rfc3339(invoice.period_end),
+            "issuedAt": rfc3339(invoice.created_at),
+            "currency": invoice.currency,
+            "subtotal": money(invoice.subtotal),
+            "creditsApplied": money(invoice.credits_applied),
+            "tax": money(invoice.tax),
+            "total": money(invoice.total),
+            "providerInvoiceNumber": invoice.provider_invoice_number,
+            "lineItems": [line_item(line) for line in lines],
+            "conditions": list(invoice.conditions),
+        },
+    }
+
+
+def line_item(line: InvoiceLineItem | Row[Any]) -> dict[str, Any]:
     item = {
         "kind": line.kind,
         "description": line.description,

@@ -6,11 +6,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from decimal import Decimal, InvalidOperation
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.billing.models import BillingProfile, CreditEntry, Invoice, InvoicePhase
 from tenantplane.billing.repository import BillingRepository
+from tenantplane.billing.schemas import invoice_document
 from tenantplane.db.base import utcnow
 from tenantplane.http.errors import ApiError, Conflict, NotFound, ValidationFailed
 from tenantplane.providers.payment import (
@@ -52,6 +54,12 @@ class ReceiptNotAvailable(ApiError):
 
 async def list_invoices(session: AsyncSession, tenant_id: int) -> Sequence[Invoice]:
     return await BillingRepository.from_session(session).list_invoices(tenant_id)
+
+
+async def invoice_listing(session: AsyncSession, tenant_id: int) -> list[dict[str, Any]]:
+    """The tenant's invoices as the API shows them (JSON-ready)."""
+    invoices, lines = await BillingRepository.from_session(session).invoice_listing(tenant_id)
+    return [invoice_document(invoice, lines[invoice.id]) for invoice in invoices]
 
 
 async def get_invoice(session: AsyncSession, tenant_id: int, name: str) -> Invoice:

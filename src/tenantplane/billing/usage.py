@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -89,6 +90,12 @@ def _first_gap(
     return (cursor, end) if cursor < end else None
 
 
+@lru_cache(maxsize=4)
+def _read_document(path: Path, mtime_ns: int, size: int) -> Any:
+    """The usage file, parsed once per version of it (a billing run asks for every tenant)."""
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
 class FileUsageSource:
     """Usage records from a JSON file:
     ``{"tenants": {"<tenant>": [{"meter", "start", "end", "quantity"}, …]}}``.
@@ -108,7 +115,8 @@ class FileUsageSource:
                 complete=False, reason=REASON_UNAVAILABLE, message="no usage file configured"
             )
         try:
-            document = json.loads(self.path.read_text(encoding="utf-8"))
+            version = self.path.stat()
+            document = _read_document(self.path, version.st_mtime_ns, version.st_size)
             records = _records(document, tenant)
         except (OSError, ValueError, KeyError, TypeError, AttributeError, InvalidOperation) as exc:
             return UsageReport(

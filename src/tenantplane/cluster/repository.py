@@ -2,8 +2,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import Row, Select, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.cluster.models import Cluster, ClusterHistory
@@ -18,6 +19,32 @@ class Usage:
     cpu_millicores: int
     memory_bytes: int
     storage_bytes: int
+
+
+# The columns a cluster shows in the API.
+CLUSTER_LISTED = (
+    "name",
+    "type",
+    "version",
+    "high_availability",
+    "cpu",
+    "memory",
+    "storage",
+    "alerts",
+    "created_at",
+    "resource_version",
+    "observed_generation",
+    "phase",
+    "endpoint",
+    "kubernetes_version",
+    "conditions",
+    "metrics",
+    "ha_configured",
+    "ha_enabled_at",
+    "ha_phase",
+    "ha_replicas_ready",
+    "ha_etcd_replicas_ready",
+)
 
 
 class ClusterRepository:
@@ -41,6 +68,17 @@ class ClusterRepository:
         if for_update and self._locks_rows:
             statement = statement.with_for_update()
         return (await self.session.execute(statement)).scalars().all()
+
+    async def listing(self, tenant_id: int) -> Sequence[Row[Any]]:
+        """``list`` as plain rows of the columns the API shows (no ORM objects for a read
+        that only serialises them)."""
+        columns = (getattr(Cluster, column) for column in CLUSTER_LISTED)
+        statement = (
+            select(*columns)
+            .where(Cluster.tenant_id == tenant_id)
+            .order_by(Cluster.created_at, Cluster.id)
+        )
+        return (await self.session.execute(statement)).all()
 
     async def get(self, tenant_id: int, name: str, *, for_update: bool = False) -> Cluster | None:
         """One cluster; ``for_update`` locks its row on PostgreSQL until commit (SQLite's

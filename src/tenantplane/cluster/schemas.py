@@ -3,9 +3,11 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from pydantic import Field, StrictBool, ValidationInfo, field_validator
+from sqlalchemy import Row
 
 from tenantplane.cluster.models import Cluster
 from tenantplane.cluster.quantity import BYTE_UNIT, CPU_UNIT, QuantityError, positive_amount
+from tenantplane.db.base import rfc3339
 from tenantplane.http.names import ResourceName
 from tenantplane.http.schemas import InputModel, OutputModel, UtcDateTime
 from tenantplane.http.text import DisplayText
@@ -154,3 +156,41 @@ class VersionRead(OutputModel):
 class VersionList(OutputModel):
     default: str
     items: list[VersionRead]
+
+
+def cluster_document(cluster: Row[Any]) -> dict[str, Any]:
+    """``ClusterRead.of(...)`` as JSON, built straight from a listing's plain row (the same
+    fields in the same order, ``haEnabledAt`` left out until set; the list item shape test
+    compares them with the single GET)."""
+    desired = 3 if cluster.high_availability else 0
+    status: dict[str, Any] = {
+        "observedGeneration": cluster.observed_generation,
+        "phase": cluster.phase,
+        "endpoint": cluster.endpoint,
+        "kubernetesVersion": cluster.kubernetes_version,
+        "conditions": cluster.conditions,
+        "metrics": cluster.metrics,
+        "haConfigured": cluster.ha_configured,
+    }
+    if cluster.ha_enabled_at is not None:
+        status["haEnabledAt"] = rfc3339(cluster.ha_enabled_at)
+    status.update(
+        haPhase=cluster.ha_phase,
+        haReplicasDesired=desired,
+        haReplicasReady=cluster.ha_replicas_ready,
+        haEtcdReplicasDesired=desired,
+        haEtcdReplicasReady=cluster.ha_etcd_replicas_ready,
+    )
+    return {
+        "name": cluster.name,
+        "displayName": cluster.name,
+        "type": cluster.type,
+        "version": cluster.version,
+        "highAvailability": cluster.high_availability,
+        "resources": {"cpu": cluster.cpu, "memory": cluster.memory, "storage": cluster.storage},
+        "alerts": cluster.alerts,
+        "createdAt": rfc3339(cluster.created_at),
+        "resourceVersion": str(cluster.resource_version),
+        "status": status,
+        "warnings": [],
+    }

@@ -8,6 +8,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -30,6 +31,7 @@ from tenantplane.cluster.schemas import (
     ClusterUpdate,
     ConnectionDetails,
     ResourcesInput,
+    cluster_document,
 )
 from tenantplane.cluster.status import upgrade_requested
 from tenantplane.db.base import utcnow
@@ -243,6 +245,12 @@ async def create(
 
 async def list_clusters(session: AsyncSession, tenant_id: int) -> Sequence[Cluster]:
     return await ClusterRepository.from_session(session).list(tenant_id)
+
+
+async def cluster_listing(session: AsyncSession, tenant_id: int) -> list[dict[str, Any]]:
+    """The tenant's clusters as the API shows them (JSON-ready)."""
+    rows = await ClusterRepository.from_session(session).listing(tenant_id)
+    return [cluster_document(row) for row in rows]
 
 
 async def get(session: AsyncSession, tenant_id: int, name: str) -> Cluster:

@@ -37,6 +37,10 @@ if TYPE_CHECKING:
     from tenantplane.config import Settings
 
 
+# Execution option of the engine behind read-only sessions (Database.reader).
+READ_ONLY = "tenantplane_read_only"
+
+
 @dataclass(frozen=True)
 class DatabaseOptions:
     """The connection budget and session timeouts (TENANTPLANE_DB_* settings); 0 = off."""
@@ -88,7 +92,11 @@ def _sqlite_connect_hooks(engine: AsyncEngine) -> None:
     def _on_begin(connection: Any) -> None:
         # A deferred transaction that later writes can fail at once with SQLITE_BUSY when
         # another writer got there first; taking the write lock up front makes writers queue.
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        # Reads (READ_ONLY) take no lock: in WAL mode they see a snapshot and wait for nobody.
+        if connection.get_execution_options().get(READ_ONLY):
+            connection.exec_driver_sql("BEGIN")
+        else:
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 def _switch_to_wal(database: Path, patience_seconds: float = 30.0) -> None:
@@ -145,7 +153,10 @@ def make_engine(url: str, settings: DatabaseOptions | None = None) -> AsyncEngin
     else:
         options.update(
             pooled,
-            pool_pre_ping=True,
+            # No ping on each checkout (a round trip per request): a connection the server
+            # ended (a restart) fails its first statement instead, SQLAlchemy recognises the
+            # disconnect and replaces the whole pool, and that one request answers 503.
+            pool_pre_ping=False,
             connect_args={
                 "options": settings.postgres_session_options(),
                 # An unreachable server fails within the pool timeout too (libpq: >= 2 s).
@@ -162,11 +173,19 @@ def make_engine(url: str, settings: DatabaseOptions | None = None) -> AsyncEngin
 class Database:
     engine: AsyncEngine
     sessionmaker: async_sessionmaker[AsyncSession]
+    # Sessions that only read (safe methods): on SQLite they do not take the write lock, so
+    # reads neither queue behind writers nor make them queue. Same pool as ``sessionmaker``.
+    reader: async_sessionmaker[AsyncSession]
 
     @classmethod
     def connect(cls, url: str, options: DatabaseOptions | None = None) -> Database:
         engine = make_engine(url, options)
-        return cls(engine, async_sessionmaker(engine, expire_on_commit=False))
+        reading = engine.execution_options(**{READ_ONLY: True})
+        return cls(
+            engine,
+            async_sessionmaker(engine, expire_on_commit=False),
+            async_sessionmaker(reading, expire_on_commit=False),
+        )
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Database:

@@ -16,8 +16,14 @@ def get_database(request: Request) -> Database:
     return database
 
 
+# Requests that change nothing (HTTP's safe methods) read in a session without the write lock.
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
 async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
-    async with get_database(request).sessionmaker() as session:
+    database = get_database(request)
+    sessions = database.reader if request.method in READ_METHODS else database.sessionmaker
+    async with sessions() as session:
         try:
             yield session
         except BaseException:

@@ -59,8 +59,16 @@ def wake_now(name: str) -> None:
     wakeups.wake(name)
 
 
+# SQLAlchemy dispatches before_commit/after_commit for a released savepoint too (and
+# after_rollback for a rolled-back one), with the savepoint still the session's nested
+# transaction: only the outermost transaction's end counts, or a runner would wake before
+# the row it should find is visible to its own connection.
+
+
 @event.listens_for(Session, "before_commit")
 def _notify_other_processes(session: Session) -> None:
+    if session.in_nested_transaction():
+        return
     names = session.info.get(_PENDING_KEY)
     if not names or session.get_bind().dialect.name != "postgresql":
         return
@@ -72,10 +80,17 @@ def _notify_other_processes(session: Session) -> None:
 
 @event.listens_for(Session, "after_commit")
 def _after_commit(session: Session) -> None:
+    if session.in_nested_transaction():
+        return  # a savepoint was released; the outer transaction goes on
     for name in session.info.pop(_PENDING_KEY, set()):
         wakeups.wake(name)
 
 
 @event.listens_for(Session, "after_rollback")
 def _after_rollback(session: Session) -> None:
+    # A rolled-back savepoint keeps every hint of its transaction: telling the hints made
+    # inside it from those made before would cost bookkeeping, and a spare wake-up only makes
+    # a runner look once for nothing, where a lost one delays a change until the idle poll.
+    if session.in_nested_transaction():
+        return
     session.info.pop(_PENDING_KEY, None)

@@ -89,9 +89,10 @@ async def create(session: AsyncSession, tenant_id: int, body: SecretCreate) -> S
     repository.add(secret)
     _schedule(session, secret)
     try:
-        # A savepoint: a concurrent create of the same name fails here, not at commit.
-        async with session.begin_nested():
-            await session.flush()
+        # Flushed now so that a concurrent create of the same name fails here (the unique
+        # constraint), not at commit. No savepoint: the request's transaction is rolled back
+        # on the conflict anyway, and begin_nested() would flush the INSERT before it.
+        await session.flush()
     except IntegrityError as exc:
         raise Conflict(f"a secret named {body.name!r} already exists", field="name") from exc
     return secret

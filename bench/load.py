@@ -1,0 +1,110 @@
+"""wrk as the load generator (a separate, compiled process), with the server's CPU measured
+from /proc around each run."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.server import Process
+
+SCRIPT = Path(__file__).with_name("report.lua")
+
+
+@dataclass(frozen=True)
+class Figures:
+    name: str
+    requests: int
+    seconds: float
+    p50_ms: float
+    p99_ms: float
+    errors: int
+    cpu_seconds: float
+
+    @property
+    def rate(self) -> float:
+        return self.requests / self.seconds if self.seconds else 0.0
+
+    @property
+    def cpu_ms_per_request(self) -> float:
+        return 1000 * self.cpu_seconds / self.requests if self.requests else 0.0
+
+
+def settle(processes: list[Process], patience_seconds: float = 60.0) -> None:
+    """Wait until the processes are idle: wrk stops at its deadline, but the requests it left
+    queued are still served afterwards, and their time must not count for the next run."""
+    interval = 0.25
+    deadline = time.monotonic() + patience_seconds
+    last = sum(process.cpu() for process in processes)
+    while time.monotonic() < deadline:
+        time.sleep(interval)
+        now = sum(process.cpu() for process in processes)
+        if now - last < 0.1 * interval:
+            return
+        last = now
+
+
+def wrk_path() -> str:
+    found = shutil.which("wrk")
+    if found is None:
+        raise SystemExit(
+            "wrk is not installed: apt-get install wrk (make bench installs it as root)"
+        )
+    return found
+
+
+def run_wrk(
+    name: str,
+    server: Process,
+    url: str,
+    *,
+    seconds: float,
+    connections: int,
+    headers: dict[str, str] | None = None,
+    post_path: str | None = None,
+    prefix: str = "b",
+    also: list[Process] | None = None,
+) -> Figures:
+    """Drive ``url`` for ``seconds``; CPU is the server's (and ``also``'s) over the run."""
+    command = [
+        wrk_path(),
+        "-t1",
+        f"-c{connections}",
+        f"-d{max(1, round(seconds))}s",
+        "--timeout",
+        "10s",
+        "-s",
+        str(SCRIPT),
+    ]
+    for key, value in (headers or {}).items():
+        command += ["-H", f"{key}: {value}"]
+    command.append(url)
+    env = {**os.environ, "BENCH_POST": post_path or "", "BENCH_PREFIX": prefix}
+    watched = [server, *(also or [])]
+    settle(watched)
+    before = sum(process.cpu() for process in watched)
+    done = subprocess.run(command, env=env, check=True, capture_output=True, text=True)
+    used = sum(process.cpu() for process in watched) - before
+    for x in done.stdout.splitlines():
+        if x.startswith("BENCH_FIRST_ERROR"):
+            print(x[:300])
+    line = next(x for x in done.stdout.splitlines() if x.startswith("BENCH_JSON "))
+    data = json.loads(line.removeprefix("BENCH_JSON "))
+    errors = sum(
+        data[key]
+        for key in ("connect_errors", "read_errors", "write_errors", "status_errors", "timeouts")
+    )
+    return Figures(
+        name=name,
+        requests=data["requests"],
+        seconds=data["duration_us"] / 1e6,
+        p50_ms=data["p50_us"] / 1000,
+        p99_ms=data["p99_us"] / 1000,
+        errors=errors,
+        cpu_seconds=used,
+    )

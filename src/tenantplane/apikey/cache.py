@@ -1,0 +1,109 @@
+"""A short-lived, single-flight cache of API-key lookups, one per process.
+
+Polling clients present the same key many times a second; each presentation would cost a
+database query. An entry lives ``TENANTPLANE_API_KEY_CACHE_SECONDS`` (at most 1 s), so a key
+revoked on any replica is refused by every replica within that time without any message
+between them; the replica that revokes it forgets it at once. Concurrent requests with a key
+that is not cached share one lookup. Expiry is checked on every use, and ``lastUsedAt`` still
+reaches the database once per resolution window (a due entry is looked up again).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class LookupAbandoned(Exception):
+    """The shared lookup's own request ended (cancelled) before the lookup did."""
+
+
+@dataclass(frozen=True)
+class CachedKey(Generic[T]):
+    """What authentication needs again: the identity and the times it is checked against."""
+
+    value: T
+    key_id: str
+    expires_at: datetime | None
+    last_used_at: datetime | None
+    # The stored hash and how it was made: one other than the current way is re-hashed.
+    key_hash: bytes
+    derivation: str
+
+
+@dataclass
+class _Entry(Generic[T]):
+    key: CachedKey[T]
+    fetched_at: float
+
+
+class KeyCache(Generic[T]):
+    def __init__(self, ttl_seconds: float, max_entries: int = 10_000) -> None:
+        self.ttl_seconds = ttl_seconds
+        self.max_entries = max_entries
+        self._entries: dict[bytes, _Entry[T]] = {}
+        self._inflight: dict[bytes, asyncio.Future[CachedKey[T] | None]] = {}
+
+    @property
+    def enabled(self) -> bool:
+        return self.ttl_seconds > 0
+
+    def get(self, digest: bytes) -> CachedKey[T] | None:
+        entry = self._entries.get(digest)
+        if entry is None:
+            return None
+        if time.monotonic() - entry.fetched_at >= self.ttl_seconds:
+            del self._entries[digest]
+            return None
+        return entry.key
+
+    async def load(
+        self, digest: bytes, lookup: Callable[[], Awaitable[CachedKey[T] | None]]
+    ) -> CachedKey[T] | None:
+        """The key under ``digest``: cached, or looked up once for all concurrent callers.
+        A failed shared lookup makes each waiter look up on its own (its own error)."""
+        cached = self.get(digest)
+        if cached is not None or not self.enabled:
+            return cached if cached is not None else await lookup()
+        pending = self._inflight.get(digest)
+        if pending is not None:
+            try:
+                return await asyncio.shield(pending)
+            except Exception:
+                return await lookup()
+        future: asyncio.Future[CachedKey[T] | None] = asyncio.get_running_loop().create_future()
+        self._inflight[digest] = future
+        try:
+            found = await lookup()
+        except BaseException as exc:
+            # A cancelled leader (its client went away) must not cancel the waiters: they
+            # get an ordinary error and look up on their own.
+            future.set_exception(exc if isinstance(exc, Exception) else LookupAbandoned())
+            future.exception()  # retrieved: no "never retrieved" warning without waiters
+            raise
+        else:
+            future.set_result(found)
+            if found is not None:
+                self.put(digest, found)
+            return found
+        finally:
+            del self._inflight[digest]
+
+    def put(self, digest: bytes, key: CachedKey[T]) -> None:
+        if not self.enabled:
+            return
+        if len(self._entries) >= self.max_entries:
+            # Oldest first (insertion order): entries are short-lived anyway.
+            self._entries.pop(next(iter(self._entries)))
+        self._entries[digest] = _Entry(key, time.monotonic())
+
+    def forget(self, key_id: str) -> None:
+        """Drop every entry of this key (revoked here: refused at once by this process)."""
+        for digest in [d for d, e in self._entries.items() if e.key.key_id == key_id]:
+            del self._entries[digest]

@@ -1,0 +1,123 @@
+"""The per-process cache of API-key lookups: revocation still holds on every replica within
+the cache time (at most 1 s), concurrent requests share one lookup, expiry and lastUsedAt
+are unchanged by it."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+from sqlalchemy import event
+
+from tenantplane.apikey.cache import CachedKey, KeyCache
+from tenantplane.config import Settings
+from tenantplane.db.engine import Database
+from tests.conftest import make_settings
+from tests.factories import Factory
+from tests.http_client import api_client, bearer, running_app
+
+CACHE_SECONDS = 0.3
+
+
+async def test_a_revoked_key_is_refused_by_every_replica_within_the_cache_time(
+    database: Database, database_url: str, tmp_path: Path, factory: Factory
+) -> None:
+    tenant = await factory.tenant()
+    settings = make_settings(
+        database_url, tmp_path, run_reconcilers=False, api_key_cache_seconds=CACHE_SECONDS
+    )
+    async with (
+        running_app(settings) as first,
+        running_app(settings) as second,
+        api_client(first) as one,
+        api_client(second) as two,
+    ):
+        created = await one.post(
+            f"{tenant.path}/apikeys",
+            json={"displayName": "poller", "role": "readonly"},
+            headers=bearer(tenant.admin_key),
+        )
+        assert created.status_code == 201, created.text
+        key, key_id = created.json()["key"], created.json()["id"]
+        clusters = f"{tenant.path}/clusters"
+        for replica in (one, two):  # cached by both
+            assert (await replica.get(clusters, headers=bearer(key))).status_code == 200
+        revoked = await one.delete(
+            f"{tenant.path}/apikeys/{key_id}", headers=bearer(tenant.admin_key)
+        )
+        assert revoked.status_code == 204, revoked.text
+        # The replica that revoked it forgets it at once; the other once its entry is due.
+        assert (await one.get(clusters, headers=bearer(key))).status_code == 401
+        await asyncio.sleep(CACHE_SECONDS)
+        refused = await two.get(clusters, headers=bearer(key))
+        assert refused.status_code == 401, refused.text
+
+
+async def test_concurrent_requests_with_one_key_share_one_lookup(
+    database: Database, database_url: str, tmp_path: Path, factory: Factory
+) -> None:
+    tenant = await factory.tenant()
+    # Used once already, so that no request of the burst records lastUsedAt.
+    settings = make_settings(database_url, tmp_path, run_reconcilers=False)
+    async with running_app(settings) as app, api_client(app) as client:
+        clusters = f"{tenant.path}/clusters"
+        assert (await client.get(clusters, headers=bearer(tenant.readonly_key))).status_code == 200
+        app.state.key_cache._entries.clear()
+        lookups: list[str] = []
+
+        def record(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+            if "FROM api_keys" in statement:
+                lookups.append(statement)
+
+        engine = app.state.database.engine.sync_engine
+        event.listen(engine, "before_cursor_execute", record)
+        try:
+            answers = await asyncio.gather(
+                *(client.get(clusters, headers=bearer(tenant.readonly_key)) for _ in range(8))
+            )
+        finally:
+            event.remove(engine, "before_cursor_execute", record)
+        assert [answer.status_code for answer in answers] == [200] * 8
+        assert len(lookups) == 1, lookups
+
+
+async def test_a_wrong_key_is_never_cached(
+    database: Database, database_url: str, tmp_path: Path, factory: Factory
+) -> None:
+    tenant = await factory.tenant()
+    settings = make_settings(database_url, tmp_path, run_reconcilers=False)
+    async with running_app(settings) as app, api_client(app) as client:
+        wrong = "svc_" + "x" * 43
+        answer = await client.get(f"{tenant.path}/clusters", headers=bearer(wrong))
+        assert answer.status_code == 401
+        assert app.state.key_cache._entries == {}
+
+
+def test_the_cache_time_is_at_most_one_second(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError):
+        Settings(data_dir=tmp_path, api_key_cache_seconds=1.5)
+
+
+async def test_a_cancelled_shared_lookup_leaves_its_waiters_to_look_up_themselves() -> None:
+    cache: KeyCache[str] = KeyCache(0.5)
+    started, release = asyncio.Event(), asyncio.Event()
+    found = CachedKey("identity", "key-id", None, None, b"hash", "derivation")
+
+    async def slow() -> CachedKey[str] | None:
+        started.set()
+        await release.wait()
+        return found
+
+    async def quick() -> CachedKey[str] | None:
+        return found
+
+    leader = asyncio.create_task(cache.load(b"digest", slow))
+    await started.wait()
+    waiter = asyncio.create_task(cache.load(b"digest", quick))
+    await asyncio.sleep(0)
+    leader.cancel()
+    assert await waiter == found
+    with pytest.raises(asyncio.CancelledError):
+        await leader
