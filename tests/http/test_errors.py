@@ -1,12 +1,14 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+import socket
 from pathlib import Path
 
 import httpx
 from fastapi import FastAPI
 
 from tenantplane.config import Settings
+from tenantplane.db.engine import DatabaseOptions
 from tests.factories import Factory
 from tests.http_client import api_client, bearer, running_app
 
@@ -147,6 +149,30 @@ async def test_unreachable_database_is_a_retryable_503_without_internals(
     assert "secret-password" not in response.text
     assert "127.0.0.1" not in response.text
     assert response.headers["X-Request-Id"]
+
+
+async def test_a_database_that_never_answers_the_connection_is_a_retryable_503(
+    settings: Settings, factory: Factory
+) -> None:
+    # The server accepts the TCP connection (the kernel's backlog) but never speaks, so the
+    # driver gives up with its own connect timeout (psycopg's ConnectionTimeout).
+    tenant = await factory.tenant()
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+        async with running_app(settings) as app:
+            await app.state.database.engine.dispose()
+            app.state.database = type(app.state.database).connect(
+                f"postgresql+psycopg://nobody@127.0.0.1:{port}/none",
+                DatabaseOptions(pool_timeout_seconds=1),
+            )
+            async with api_client(app) as client:
+                response = await client.get(tenant.path, headers=bearer(tenant.admin_key))
+            await app.state.database.engine.dispose()
+    assert response.status_code == 503
+    assert response.json()["code"] == "DATABASE_UNAVAILABLE"
+    assert response.headers["Retry-After"]
 
 
 async def test_request_id_is_echoed_when_sane_and_generated_otherwise(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 
@@ -45,9 +45,11 @@ def classify(exc: BaseException) -> DatabaseTrouble | None:
     message = str(exc.orig).lower()
     if "database is locked" in message:
         return DatabaseTrouble.busy
+    # By class, not by name: the drivers raise subclasses (psycopg's ConnectionTimeout when
+    # a server accepts the connection but never answers).
     if (
         state is None
-        and type(exc.orig).__name__ == "OperationalError"
+        and isinstance(exc, OperationalError)
         and ("connect" in message or "server closed" in message or "unable to open" in message)
     ):
         return DatabaseTrouble.unavailable
