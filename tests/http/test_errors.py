@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 import socket
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
