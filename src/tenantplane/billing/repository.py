@@ -70,18 +70,12 @@ class BillingRepository:
     def _tenant_invoices(tenant_id: int) -> Select[Invoice]:
         return select(Invoice).where(Invoice.tenant_id == tenant_id)
 
-    async def list_invoices(self, tenant_id: int) -> Sequence[Invoice]:
-        # Ordered by billing period; a final invoice sorts after a regular one of the same start.
-        statement = self._tenant_invoices(tenant_id).order_by(
-            Invoice.period_start, Invoice.period_end, Invoice.kind.desc(), Invoice.id
-        )
-        return (await self.session.execute(statement)).scalars().all()
-
     async def invoice_listing(
         self, tenant_id: int
     ) -> tuple[Sequence[Row[Any]], dict[int, list[Row[Any]]]]:
-        """``list_invoices`` as plain rows of the columns the API shows, and the line items by
-        invoice id in order: no ORM objects for a read that only serialises them."""
+        """The tenant's invoices as plain rows of the columns the API shows, and the line items
+        by invoice id in order: no ORM objects for a read that only serialises them. Ordered by
+        billing period; a final invoice sorts after a regular one of the same start."""
         invoices = (
             await self.session.execute(
                 select(*(getattr(Invoice, column) for column in INVOICE_LISTED))

@@ -4,7 +4,6 @@ promotional credit and billing profiles. Services never commit."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -50,10 +49,6 @@ class ReceiptNotAvailable(ApiError):
             "the payment provider hosts no invoice document for this charge",
             code="RECEIPT_NOT_AVAILABLE",
         )
-
-
-async def list_invoices(session: AsyncSession, tenant_id: int) -> Sequence[Invoice]:
-    return await BillingRepository.from_session(session).list_invoices(tenant_id)
 
 
 async def invoice_listing(session: AsyncSession, tenant_id: int) -> list[dict[str, Any]]:

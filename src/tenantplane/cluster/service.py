@@ -6,7 +6,6 @@ The request path only writes desired state (and the history); the reconciler doe
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -241,10 +240,6 @@ async def create(
     repository.record(ClusterHistory.snapshot(cluster, ClusterEvent.created, now))
     wake_after_commit(session, CLUSTERS)
     return cluster, warnings
-
-
-async def list_clusters(session: AsyncSession, tenant_id: int) -> Sequence[Cluster]:
-    return await ClusterRepository.from_session(session).list(tenant_id)
 
 
 async def cluster_listing(session: AsyncSession, tenant_id: int) -> list[dict[str, Any]]:
