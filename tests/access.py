@@ -17,7 +17,7 @@ from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute, RouteContext, iter_route_contexts
 from pydantic import SecretStr
 
-from tenantplane.access import writable_in_of
+from tenantplane.access import reads_only, writable_in_of
 from tenantplane.app import create_app
 from tenantplane.config import Settings
 from tenantplane.http.access import Access, access_level_of
@@ -43,6 +43,8 @@ class Operation:
     level: Access | None  # None: the route declares no level (always an error)
     # The states besides active in which the route's writes are allowed (its declaration).
     writable_in: frozenset[TenantState] = frozenset()
+    # Declared through a reading access check (TenantMemberReads, …): opens no session.
+    reads_only: bool = False
 
     def __str__(self) -> str:
         return f"{self.method} {self.path}"
@@ -75,6 +77,13 @@ def _writable_in(dependant: Dependant) -> Iterator[frozenset[TenantState]]:
         yield from _writable_in(dependency)
 
 
+def _reads_only(dependant: Dependant) -> Iterator[bool]:
+    if access_level_of(dependant.call) is not None:
+        yield reads_only(dependant.call)
+    for dependency in dependant.dependencies:
+        yield from _reads_only(dependency)
+
+
 def declared_writable_in(route: RouteContext) -> frozenset[TenantState]:
     """The states every access check of the route lets its writes through in."""
     declared = list(_writable_in(route.dependant))
@@ -97,13 +106,15 @@ def operations(app: FastAPI) -> list[Operation]:
         path = route.path or repr(route.original_route)
         level: Access | None = None
         writable_in: frozenset[TenantState] = frozenset()
+        reading = False
         if path in FRAMEWORK_PATHS:
             level = Access.public
         elif isinstance(route.original_route, APIRoute):
             level = declared_level(route)
             writable_in = declared_writable_in(route)
+            reading = any(_reads_only(route.dependant))
         methods = (route.methods or {"GET"}) - IGNORED_METHODS
-        found.extend(Operation(method, path, level, writable_in) for method in methods)
+        found.extend(Operation(method, path, level, writable_in, reading) for method in methods)
     return sorted(found, key=str)
 
 

@@ -22,7 +22,7 @@ import pytest
 from fastapi import Request
 from sqlalchemy import select
 
-from tenantplane.access import TenantMember
+from tenantplane.access import WRITE_METHODS, TenantMember, TenantMemberReads
 from tenantplane.db.engine import Database
 from tenantplane.db.models import Base
 from tenantplane.http.access import Access
@@ -230,6 +230,31 @@ def test_tenant_paths_require_membership_and_only_they(operation: Operation) -> 
     a member-level route without {tenant} has no tenant to be a member of."""
     tenant_levels = {Access.member, Access.admin}
     assert operation.tenant_scoped == (operation.declared() in tenant_levels), str(operation)
+
+
+@pytest.mark.parametrize(
+    "operation", [op for op in OPERATIONS if op.method in WRITE_METHODS], ids=str
+)
+def test_writes_declare_an_access_check_that_holds_the_tenant_state(operation: Operation) -> None:
+    """The reading checks (TenantMemberReads, TenantAdminReads) open no session, so they
+    cannot lock the tenant's state against a suspension: a write must not use them."""
+    assert not operation.reads_only, f"{operation} declares a reading access check"
+
+
+async def test_a_write_declared_with_a_reading_check_is_refused(
+    database_url: str, tmp_path: Path, factory: Factory
+) -> None:
+    tenant = await factory.tenant()
+    settings = make_settings(database_url, tmp_path, run_reconcilers=False)
+    async with running_app(settings) as app, api_client(app) as client:
+
+        async def misdeclared(principal: TenantMemberReads) -> dict[str, str]:
+            return {"tenant": principal.tenant_name}
+
+        app.add_api_route("/api/v1/tenants/{tenant}/misdeclared", misdeclared, methods=["POST"])
+        answer = await client.post(f"{tenant.path}/misdeclared", headers=bearer(tenant.admin_key))
+        assert answer.status_code == 500, answer.text
+        assert "misdeclared" not in answer.text
 
 
 def test_a_route_without_a_declared_level_fails() -> None:

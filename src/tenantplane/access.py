@@ -17,19 +17,19 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated, Protocol
 
 from fastapi import Depends, Request
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.apikey.cache import CachedKey, KeyCache
-from tenantplane.apikey.repository import ApiKeyRepository
+from tenantplane.apikey.repository import ApiKeyRepository, find_credential
 from tenantplane.apikey.tokens import candidate_hashes, hash_key, looks_like_key
-from tenantplane.db.engine import READ_ONLY
-from tenantplane.db.session import READ_METHODS, SessionDep
+from tenantplane.db.engine import Database
+from tenantplane.db.reads import Reads
+from tenantplane.db.session import SessionDep, get_database
 from tenantplane.http.access import Access, AccessCheck, tag_access
 from tenantplane.http.errors import Forbidden, Unauthenticated
 from tenantplane.http.names import TenantPath, path_name
 from tenantplane.keys import KeyRing
 from tenantplane.member.models import Role
-from tenantplane.member.repository import MemberRepository
+from tenantplane.member.repository import find_membership
 from tenantplane.tenant.models import TenantState
 from tenantplane.tenant.service import check_writable
 
@@ -79,60 +79,59 @@ def _bearer_token(request: Request) -> str:
     return token
 
 
-async def _begin_writing(request: Request, session: AsyncSession) -> None:
-    """Make the request's session able to write the key's bookkeeping (rare: once per
-    resolution window, or a re-hash). A read's transaction has no write lock (SQLite), and
-    one that begins to write after reading can fail at once with "database is locked" when
-    another writer committed meanwhile: it ends (it wrote nothing) and the request goes on
-    in a transaction that takes the write lock first. One connection at a time throughout."""
-    if request.method not in READ_METHODS:
-        return
-    await session.commit()
-    await session.connection(execution_options={READ_ONLY: False})
+async def _lookup_key(reads: Reads, keys: KeyRing, raw_key: str) -> CachedKey[Identity] | None:
+    candidates = candidate_hashes(keys, raw_key)
+    key = await find_credential(reads, candidates)
+    # The hash must have been made the way the row says (a legacy hash never passes for a
+    # derived one, nor one secret key's for another's).
+    if key is None or candidates[key.key_hash] != key.key_derivation:
+        return None
+    identity = Identity(
+        email=key.created_by,
+        api_key_id=key.id,
+        api_key_tenant_id=key.tenant_id,
+        api_key_tenant_name=key.tenant_name,
+        api_key_role=key.role,
+    )
+    return CachedKey(
+        identity, key.id, key.expires_at, key.last_used_at, key.key_hash, key.key_derivation
+    )
 
 
-async def _api_key_identity(request: Request, session: SessionDep, raw_key: str) -> Identity:
+async def _record_use(
+    database: Database,
+    found: CachedKey[Identity],
+    digest: bytes,
+    derivation: str,
+    now: datetime,
+    resolution: timedelta,
+) -> None:
+    """Re-hash a key made under a fallback (or before derivation) and record its use, in a
+    transaction of its own: it is committed before the request's own session begins, so a
+    request never holds two connections, and a request that fails still counts as a use."""
+    async with database.transaction() as session:
+        repository = ApiKeyRepository.from_session(session)
+        if found.derivation != derivation:
+            await repository.rehash(found.key_id, found.key_hash, digest, derivation)
+        await repository.touch(found.key_id, now, now - resolution)
+
+
+async def _api_key_identity(request: Request, raw_key: str) -> Identity:
     settings = request.app.state.settings
-    repository = ApiKeyRepository.from_session(session)
+    database: Database = request.app.state.database
     keys: KeyRing = request.app.state.keys
     cache: KeyCache[Identity] = request.app.state.key_cache
     digest, current_derivation = hash_key(keys, raw_key)
-
-    async def lookup() -> CachedKey[Identity] | None:
-        candidates = candidate_hashes(keys, raw_key)
-        key = await repository.find_by_hash(candidates)
-        # The hash must have been made the way the row says (a legacy hash never passes for
-        # a derived one, nor one secret key's for another's).
-        if key is None or candidates[key.key_hash] != key.key_derivation:
-            return None
-        identity = Identity(
-            email=key.created_by,
-            api_key_id=key.id,
-            api_key_tenant_id=key.tenant_id,
-            api_key_tenant_name=key.tenant.name,
-            api_key_role=key.role,
-        )
-        return CachedKey(
-            identity, key.id, key.expires_at, key.last_used_at, key.key_hash, key.key_derivation
-        )
-
-    found = await cache.load(digest, lookup)
+    found = await cache.load(digest, lambda: _lookup_key(database.reads, keys, raw_key))
     now = datetime.now(UTC)
     if found is None:
         raise Unauthenticated("invalid API key")
     if found.expires_at is not None and found.expires_at <= now:
         raise Unauthenticated("API key expired")
-    rehash = found.derivation != current_derivation
     resolution = timedelta(seconds=settings.api_key_last_used_resolution_seconds)
-    touch = found.last_used_at is None or found.last_used_at < now - resolution
-    if rehash or touch:
-        await _begin_writing(request, session)
-        if rehash:
-            # Made under a fallback or before derivation: re-hashed now that the raw key is
-            # here.
-            await repository.rehash(found.key_id, found.key_hash, digest, current_derivation)
-        if touch:
-            await repository.touch(found.key_id, now, now - resolution)
+    rehash = found.derivation != current_derivation
+    if rehash or found.last_used_at is None or found.last_used_at < now - resolution:
+        await _record_use(database, found, digest, current_derivation, now, resolution)
         cache.put(
             digest,
             replace(found, key_hash=digest, derivation=current_derivation, last_used_at=now),
@@ -140,10 +139,10 @@ async def _api_key_identity(request: Request, session: SessionDep, raw_key: str)
     return found.value
 
 
-async def authenticate(request: Request, session: SessionDep) -> Identity:
+async def authenticate(request: Request) -> Identity:
     token = _bearer_token(request)
     if looks_like_key(token):
-        return await _api_key_identity(request, session, token)
+        return await _api_key_identity(request, token)
     verifier: TokenVerifier | None = request.app.state.token_verifier
     if verifier is None:
         raise Unauthenticated("invalid API key")
@@ -153,7 +152,7 @@ async def authenticate(request: Request, session: SessionDep) -> Identity:
 AuthenticatedIdentity = Annotated[Identity, Depends(authenticate)]
 
 
-async def resolve_principal(identity: Identity, tenant: str, session: SessionDep) -> Principal:
+async def resolve_principal(identity: Identity, tenant: str, reads: Reads) -> Principal:
     path_name(tenant, what="tenant", field="tenant")
     if identity.api_key_id is not None:
         if identity.api_key_tenant_name != tenant:
@@ -167,14 +166,14 @@ async def resolve_principal(identity: Identity, tenant: str, session: SessionDep
             email=identity.email,
             api_key_id=identity.api_key_id,
         )
-    membership = await MemberRepository.from_session(session).find_membership(
-        tenant, identity.email
-    )
+    membership = await find_membership(reads, tenant, identity.email)
     if membership is None:
         raise Forbidden("not a member of this tenant")
-    tenant_row, member = membership
     return Principal(
-        tenant_id=tenant_row.id, tenant_name=tenant, role=member.role, email=member.email
+        tenant_id=membership.tenant_id,
+        tenant_name=tenant,
+        role=membership.role,
+        email=membership.email,
     )
 
 
@@ -185,11 +184,18 @@ WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _INACTIVE_STATES = frozenset(TenantState) - {TenantState.active}
 
 
-def require(level: Access, *, writable_in: frozenset[TenantState] = frozenset()) -> AccessCheck:
+def require(
+    level: Access,
+    *,
+    writable_in: frozenset[TenantState] = frozenset(),
+    reads_only: bool = False,
+) -> AccessCheck:
     """The dependency enforcing ``level``; tagged so tests can read a route's level.
 
     ``writable_in``: the states besides active in which the route's writes are allowed
     (only for writes that change nothing of the tenant's and that an inactive tenant needs).
+    ``reads_only``: for GETs answered by plain reads (db/reads.py): no request session is
+    opened for the check (it costs as much as the read itself). Refused for writes.
     """
 
     async def public() -> None:
@@ -198,25 +204,45 @@ def require(level: Access, *, writable_in: frozenset[TenantState] = frozenset())
     async def authenticated(identity: AuthenticatedIdentity) -> Identity:
         return identity
 
+    async def principal_of(request: Request, identity: Identity, tenant: str) -> Principal:
+        principal = await resolve_principal(identity, tenant, get_database(request).reads)
+        if level is Access.admin and not principal.is_admin:
+            raise Forbidden("admin access required")
+        return principal
+
     async def tenant_scoped(
         request: Request, identity: AuthenticatedIdentity, tenant: TenantPath, session: SessionDep
     ) -> Principal:
-        principal = await resolve_principal(identity, tenant, session)
-        if level is Access.admin and not principal.is_admin:
-            raise Forbidden("admin access required")
+        principal = await principal_of(request, identity, tenant)
         # A write allowed in every state needs no look at the state, nor the lock that
         # orders it against state changes (it may call a remote service: the payment portal).
         if request.method in WRITE_METHODS and not writable_in >= _INACTIVE_STATES:
             await check_writable(session, principal.tenant_id, writable_in)
         return principal
 
+    async def tenant_scoped_reads(
+        request: Request, identity: AuthenticatedIdentity, tenant: TenantPath
+    ) -> Principal:
+        if request.method in WRITE_METHODS:
+            # A programming error the access tests catch: this check opens no session, so
+            # it cannot hold the tenant's state for a write.
+            raise RuntimeError(f"{request.method} declared with a reading access check")
+        return await principal_of(request, identity, tenant)
+
     checks: dict[Access, AccessCheck] = {
         Access.public: public,
         Access.authenticated: authenticated,
     }
-    check = tag_access(checks.get(level, tenant_scoped), level)
+    scoped = tenant_scoped_reads if reads_only else tenant_scoped
+    check = tag_access(checks.get(level, scoped), level)
     check.writable_in = writable_in  # type: ignore[attr-defined]
+    check.reads_only = reads_only  # type: ignore[attr-defined]
     return check
+
+
+def reads_only(dependency: object) -> bool:
+    """Whether ``dependency`` is an access check for routes that only read (no session)."""
+    return getattr(dependency, "reads_only", False) is True
 
 
 def writable_in_of(dependency: object) -> frozenset[TenantState]:
@@ -231,6 +257,9 @@ Public = Annotated[None, Depends(require(Access.public))]
 AnyCaller = Annotated[Identity, Depends(require(Access.authenticated))]
 TenantMember = Annotated[Principal, Depends(require(Access.member))]
 TenantAdmin = Annotated[Principal, Depends(require(Access.admin))]
+# The same levels for GETs that read through ``ReadsDep`` and open no session.
+TenantMemberReads = Annotated[Principal, Depends(require(Access.member, reads_only=True))]
+TenantAdminReads = Annotated[Principal, Depends(require(Access.admin, reads_only=True))]
 # An admin operation that changes nothing of the tenant's and that a suspended or cancelled
 # tenant needs to settle its account (the payment portal).
 TenantAdminInAnyState = Annotated[

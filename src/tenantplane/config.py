@@ -40,6 +40,8 @@ class Settings(BaseSettings):
     # longer than the lock timeout, is answered 503 with Retry-After. 0 turns a timeout off.
     db_pool_size: int = Field(default=8, ge=1)
     db_max_overflow: int = Field(default=4, ge=0)
+    # PostgreSQL: the autocommit connections that answer plain reads (GETs), besides the pool.
+    db_read_pool_size: int = Field(default=4, ge=1)
     db_pool_timeout_seconds: float = Field(default=5.0, gt=0)
     db_lock_timeout_seconds: float = Field(default=5.0, ge=0)
     db_statement_timeout_seconds: float = Field(default=30.0, ge=0)

@@ -71,7 +71,9 @@ async def test_concurrent_requests_with_one_key_share_one_lookup(
             if "FROM api_keys" in statement:
                 lookups.append(statement)
 
-        engine = app.state.database.engine.sync_engine
+        # Authentication looks keys up with plain reads (db/reads.py), on their own engine.
+        reads_engine = app.state.database.reads.engine
+        engine = getattr(reads_engine, "sync_engine", reads_engine)
         event.listen(engine, "before_cursor_execute", record)
         try:
             answers = await asyncio.gather(

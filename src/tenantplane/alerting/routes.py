@@ -70,7 +70,7 @@ def _responses(
     return responses
 
 
-def get_backend(request: Request) -> AlertingBackend:
+async def get_backend(request: Request) -> AlertingBackend:
     backend: AlertingBackend = request.app.state.alerting_backend
     return backend
 

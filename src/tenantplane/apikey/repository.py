@@ -3,11 +3,38 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from datetime import datetime
 
-from sqlalchemy import delete, func, or_, select, update
+from typing import Any
+
+from sqlalchemy import Row, bindparam, delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import joinedload
 
 from tenantplane.apikey.models import ApiKey
+from tenantplane.db.reads import Reads
+from tenantplane.tenant.models import Tenant
+
+
+_CREDENTIAL = (
+    select(
+        ApiKey.id,
+        ApiKey.key_hash,
+        ApiKey.key_derivation,
+        ApiKey.role,
+        ApiKey.created_by,
+        ApiKey.expires_at,
+        ApiKey.last_used_at,
+        ApiKey.tenant_id,
+        Tenant.name.label("tenant_name"),
+    )
+    .join(Tenant, Tenant.id == ApiKey.tenant_id)
+    .where(ApiKey.key_hash.in_(bindparam("hashes", expanding=True)))
+    .limit(1)
+)
+
+
+async def find_credential(reads: Reads, key_hashes: Collection[bytes]) -> Row[Any] | None:
+    """What authentication needs of the key stored under any of ``key_hashes``, with its
+    tenant's name (one indexed lookup, a plain read)."""
+    return await reads.first(_CREDENTIAL, {"hashes": list(key_hashes)})
 
 
 class ApiKeyRepository:
@@ -17,16 +44,6 @@ class ApiKeyRepository:
     @classmethod
     def from_session(cls, session: AsyncSession) -> ApiKeyRepository:
         return cls(session)
-
-    async def find_by_hash(self, key_hashes: Collection[bytes]) -> ApiKey | None:
-        """The key stored under any of ``key_hashes`` (one indexed lookup)."""
-        statement = (
-            select(ApiKey)
-            .where(ApiKey.key_hash.in_(list(key_hashes)))
-            .options(joinedload(ApiKey.tenant))
-            .limit(1)
-        )
-        return (await self.session.execute(statement)).scalar_one_or_none()
 
     async def rehash(self, key_id: str, old_hash: bytes, new_hash: bytes, derivation: str) -> None:
         """Store a key under the current secret key's hash (a no-op if another request did)."""

@@ -4,10 +4,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Row, Select, func, select
+from sqlalchemy import Row, Select, bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.cluster.models import Cluster, ClusterHistory
+from tenantplane.db.reads import Reads
 from tenantplane.tenant.models import Tenant
 
 
@@ -47,6 +48,31 @@ CLUSTER_LISTED = (
 )
 
 
+_SHOWN = select(*(getattr(Cluster, column) for column in CLUSTER_LISTED)).where(
+    Cluster.tenant_id == bindparam("tenant_id")
+)
+_LISTING = _SHOWN.order_by(Cluster.created_at, Cluster.id)
+_ONE_SHOWN = _SHOWN.where(Cluster.name == bindparam("name"))
+_CONNECTION = select(Cluster.phase, Cluster.endpoint, Cluster.certificate_authority).where(
+    Cluster.tenant_id == bindparam("tenant_id"), Cluster.name == bindparam("name")
+)
+
+
+async def read_listing(reads: Reads, tenant_id: int) -> Sequence[Row[Any]]:
+    """The tenant's clusters as plain rows of the columns the API shows."""
+    return await reads.all(_LISTING, {"tenant_id": tenant_id})
+
+
+async def read_cluster(reads: Reads, tenant_id: int, name: str) -> Row[Any] | None:
+    """One cluster as a plain row of the columns the API shows."""
+    return await reads.first(_ONE_SHOWN, {"tenant_id": tenant_id, "name": name})
+
+
+async def read_connection(reads: Reads, tenant_id: int, name: str) -> Row[Any] | None:
+    """What a kubeconfig needs of one cluster, and its phase."""
+    return await reads.first(_CONNECTION, {"tenant_id": tenant_id, "name": name})
+
+
 class ClusterRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
@@ -68,17 +94,6 @@ class ClusterRepository:
         if for_update and self._locks_rows:
             statement = statement.with_for_update()
         return (await self.session.execute(statement)).scalars().all()
-
-    async def listing(self, tenant_id: int) -> Sequence[Row[Any]]:
-        """``list`` as plain rows of the columns the API shows (no ORM objects for a read
-        that only serialises them)."""
-        columns = (getattr(Cluster, column) for column in CLUSTER_LISTED)
-        statement = (
-            select(*columns)
-            .where(Cluster.tenant_id == tenant_id)
-            .order_by(Cluster.created_at, Cluster.id)
-        )
-        return (await self.session.execute(statement)).all()
 
     async def get(self, tenant_id: int, name: str, *, for_update: bool = False) -> Cluster | None:
         """One cluster; ``for_update`` locks its row on PostgreSQL until commit (SQLite's

@@ -6,7 +6,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request, Response, status
 from fastapi.responses import JSONResponse
 
-from tenantplane.access import AnyCaller, TenantAdmin, TenantMember
+from tenantplane.access import AnyCaller, TenantAdmin, TenantMemberReads
 from tenantplane.catalogue.plans import load_plans
 from tenantplane.catalogue.versions import load_versions
 from tenantplane.cluster import service
@@ -19,9 +19,9 @@ from tenantplane.cluster.schemas import (
     VersionRead,
 )
 from tenantplane.config import Settings
-from tenantplane.db.session import SessionDep
+from tenantplane.db.session import ReadsDep, SessionDep
 from tenantplane.http.errors import error_responses
-from tenantplane.http.etag import IfMatch, set_etag
+from tenantplane.http.etag import IfMatch, etag_of, set_etag
 from tenantplane.http.names import path_name, resource_name_path
 from tenantplane.http.schemas import ItemList
 from tenantplane.idempotency.dependency import IDEMPOTENCY_RESPONSES, CapturingRoute, Idempotent
@@ -32,7 +32,7 @@ router = APIRouter(
 versions_router = APIRouter(tags=["clusters"])
 
 
-def catalogues(request: Request) -> service.Catalogues:
+async def catalogues(request: Request) -> service.Catalogues:
     settings: Settings = request.app.state.settings
     return service.Catalogues(
         load_plans(settings.plans_file), load_versions(settings.versions_file)
@@ -71,29 +71,32 @@ async def create_cluster(
     return ClusterRead.of(cluster, warnings)
 
 
+# Reads are built as JSON from plain rows and sent as is: a session, ORM objects and
+# response models validated again by the framework were most of a poll's cost.
 @router.get("", response_model=ItemList[ClusterRead], response_model_exclude_none=True)
-async def list_clusters(principal: TenantMember, session: SessionDep) -> JSONResponse:
+async def list_clusters(principal: TenantMemberReads, reads: ReadsDep) -> JSONResponse:
     """List the tenant's clusters.
 
     Members.
     """
-    # Built as JSON from plain rows and sent as is: ORM objects and response models
-    # validated again by the framework were most of a list's cost.
-    items = await service.cluster_listing(session, principal.tenant_id)
-    return JSONResponse({"items": items})
+    return JSONResponse({"items": await service.cluster_listing(reads, principal.tenant_id)})
 
 
-@router.get("/{name}", response_model_exclude_none=True, responses=error_responses(404))
+@router.get(
+    "/{name}",
+    response_model=ClusterRead,
+    response_model_exclude_none=True,
+    responses=error_responses(404),
+)
 async def get_cluster(
-    principal: TenantMember, name: ClusterName, session: SessionDep, response: Response
-) -> ClusterRead:
+    principal: TenantMemberReads, name: ClusterName, reads: ReadsDep
+) -> JSONResponse:
     """Read one cluster.
 
     The ETag answered is its resource version. Members.
     """
-    cluster = await service.get(session, principal.tenant_id, _cluster_name(name))
-    set_etag(response, cluster.resource_version)
-    return ClusterRead.of(cluster)
+    document = await service.shown(reads, principal.tenant_id, _cluster_name(name))
+    return JSONResponse(document, headers={"ETag": etag_of(document["resourceVersion"])})
 
 
 @router.patch("/{name}", response_model_exclude_none=True, responses=error_responses(404, 409, 412))
@@ -142,17 +145,18 @@ async def delete_cluster(
 
 @router.get("/{name}/connection-details", responses=error_responses(404))
 async def get_connection_details(
-    principal: TenantMember, name: ClusterName, session: SessionDep, request: Request
+    principal: TenantMemberReads, name: ClusterName, reads: ReadsDep, request: Request
 ) -> ConnectionDetails:
     """Read a cluster's connection details.
 
     Endpoint and CA certificate for a kubeconfig; 503 with Retry-After until the cluster is
     ready. Members.
     """
-    cluster = await service.get(session, principal.tenant_id, _cluster_name(name))
     settings: Settings = request.app.state.settings
     retry_after = max(1, math.ceil(settings.simulator_step_seconds))
-    return service.connection_details(cluster, retry_after)
+    return await service.connection_details(
+        reads, principal.tenant_id, _cluster_name(name), retry_after
+    )
 
 
 @versions_router.get("/versions")

@@ -23,7 +23,13 @@ from tenantplane.cluster.models import (
 )
 from tenantplane.cluster.quantity import BYTE_UNIT, CPU_UNIT, positive_amount
 from tenantplane.cluster.reconciler import CLUSTERS
-from tenantplane.cluster.repository import ClusterRepository, Usage
+from tenantplane.cluster.repository import (
+    ClusterRepository,
+    Usage,
+    read_cluster,
+    read_connection,
+    read_listing,
+)
 from tenantplane.cluster.schemas import (
     ApiWarning,
     ClusterCreate,
@@ -34,6 +40,7 @@ from tenantplane.cluster.schemas import (
 )
 from tenantplane.cluster.status import upgrade_requested
 from tenantplane.db.base import utcnow
+from tenantplane.db.reads import Reads
 from tenantplane.http.errors import (
     ApiError,
     Conflict,
@@ -242,10 +249,17 @@ async def create(
     return cluster, warnings
 
 
-async def cluster_listing(session: AsyncSession, tenant_id: int) -> list[dict[str, Any]]:
+async def cluster_listing(reads: Reads, tenant_id: int) -> list[dict[str, Any]]:
     """The tenant's clusters as the API shows them (JSON-ready)."""
-    rows = await ClusterRepository.from_session(session).listing(tenant_id)
-    return [cluster_document(row) for row in rows]
+    return [cluster_document(row) for row in await read_listing(reads, tenant_id)]
+
+
+async def shown(reads: Reads, tenant_id: int, name: str) -> dict[str, Any]:
+    """One cluster as the API shows it (JSON-ready)."""
+    row = await read_cluster(reads, tenant_id, name)
+    if row is None:
+        raise NotFound("cluster")
+    return cluster_document(row)
 
 
 async def get(session: AsyncSession, tenant_id: int, name: str) -> Cluster:
@@ -395,7 +409,12 @@ async def _request_deletion(
     wake_after_commit(session, CLUSTERS)
 
 
-def connection_details(cluster: Cluster, retry_after: int) -> ConnectionDetails:
+async def connection_details(
+    reads: Reads, tenant_id: int, name: str, retry_after: int
+) -> ConnectionDetails:
+    cluster = await read_connection(reads, tenant_id, name)
+    if cluster is None:
+        raise NotFound("cluster")
     if cluster.phase not in CONNECTABLE_PHASES or not cluster.endpoint:
         raise ServiceUnavailable(
             f"the cluster is {cluster.phase}; connection details are available once it is Running",

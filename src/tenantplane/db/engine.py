@@ -30,6 +30,7 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.pool import AsyncAdaptedQueuePool
 
+from tenantplane.db.reads import PooledReads, Reads, SqliteReads, sqlite_read_url
 from tenantplane.db.urls import normalise_database_url
 from tenantplane.files import create_private
 
@@ -47,6 +48,8 @@ class DatabaseOptions:
 
     pool_size: int = 8
     max_overflow: int = 4
+    # PostgreSQL's pool of autocommit connections for plain reads (db/reads.py).
+    read_pool_size: int = 4
     pool_timeout_seconds: float = 5.0
     lock_timeout_seconds: float = 5.0
     statement_timeout_seconds: float = 30.0
@@ -57,6 +60,7 @@ class DatabaseOptions:
         return cls(
             pool_size=settings.db_pool_size,
             max_overflow=settings.db_max_overflow,
+            read_pool_size=settings.db_read_pool_size,
             pool_timeout_seconds=settings.db_pool_timeout_seconds,
             lock_timeout_seconds=settings.db_lock_timeout_seconds,
             statement_timeout_seconds=settings.db_statement_timeout_seconds,
@@ -130,15 +134,22 @@ def _read_or_set_wal(database: Path, timeout_seconds: float) -> str:
         connection.close()
 
 
-def make_engine(url: str, settings: DatabaseOptions | None = None) -> AsyncEngine:
+def make_engine(
+    url: str, settings: DatabaseOptions | None = None, *, autocommit: bool = False
+) -> AsyncEngine:
+    """The engine of ``url``; ``autocommit`` (PostgreSQL): the plain reads' own small pool,
+    whose connections never open a transaction unless asked (db/reads.py)."""
     settings = settings or DatabaseOptions()
     url = normalise_database_url(url)
     parsed = make_url(url)
     pooled: dict[str, Any] = {
-        "pool_size": settings.pool_size,
-        "max_overflow": settings.max_overflow,
+        "pool_size": settings.read_pool_size if autocommit else settings.pool_size,
+        "max_overflow": 0 if autocommit else settings.max_overflow,
         "pool_timeout": settings.pool_timeout_seconds,
     }
+    if autocommit:
+        # Set once per connection, not on each checkout; nothing to roll back on return.
+        pooled.update(isolation_level="AUTOCOMMIT", pool_reset_on_return=None)
     options: dict[str, Any] = {}
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database
@@ -176,6 +187,8 @@ class Database:
     # Sessions that only read (safe methods): on SQLite they do not take the write lock, so
     # reads neither queue behind writers nor make them queue. Same pool as ``sessionmaker``.
     reader: async_sessionmaker[AsyncSession]
+    # Plain reads that answer GETs without a session (db/reads.py).
+    reads: Reads
 
     @classmethod
     def connect(cls, url: str, options: DatabaseOptions | None = None) -> Database:
@@ -185,6 +198,7 @@ class Database:
             engine,
             async_sessionmaker(engine, expire_on_commit=False),
             async_sessionmaker(reading, expire_on_commit=False),
+            _plain_reads(engine, url, options),
         )
 
     @classmethod
@@ -202,4 +216,14 @@ class Database:
             yield session
 
     async def dispose(self) -> None:
+        await self.reads.dispose()
         await self.engine.dispose()
+
+
+def _plain_reads(engine: AsyncEngine, url: str, options: DatabaseOptions | None) -> Reads:
+    if engine.dialect.name != "sqlite":
+        return PooledReads.of_postgres(make_engine(url, options, autocommit=True))
+    if engine.url.database in (None, "", ":memory:"):
+        # An in-memory database exists in its one connection: read through the same engine.
+        return PooledReads(engine)
+    return SqliteReads.of_file(sqlite_read_url(engine.url.render_as_string(False)))

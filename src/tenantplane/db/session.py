@@ -9,6 +9,7 @@ from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.db.engine import Database
+from tenantplane.db.reads import Reads
 
 
 def get_database(request: Request) -> Database:
@@ -36,4 +37,18 @@ async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
 # scope="function": the commit happens before the response is sent, so a failed commit is
 # answered as an error and never acknowledged as a success.
 SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
-DatabaseDep = Annotated[Database, Depends(get_database)]
+async def _database(request: Request) -> Database:
+    return get_database(request)
+
+
+DatabaseDep = Annotated[Database, Depends(_database)]
+
+
+# Dependencies are coroutines: FastAPI runs a plain function in its thread pool, a thread
+# hop per request for a lookup of microseconds.
+async def get_reads(request: Request) -> Reads:
+    return get_database(request).reads
+
+
+# Plain reads for GETs (db/reads.py): no session, no transaction to commit.
+ReadsDep = Annotated[Reads, Depends(get_reads)]

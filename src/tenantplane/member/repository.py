@@ -1,12 +1,27 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import Row, bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from tenantplane.db.reads import Reads
 from tenantplane.member.models import Member, Role
 from tenantplane.tenant.models import Tenant
+
+
+_MEMBERSHIP = (
+    select(Tenant.id.label("tenant_id"), Member.role, Member.email)
+    .join(Member, Member.tenant_id == Tenant.id)
+    .where(Tenant.name == bindparam("tenant"), Member.email == bindparam("email"))
+)
+
+
+async def find_membership(reads: Reads, tenant_name: str, email: str) -> Row[Any] | None:
+    """The tenant's id and the member's role and email, if ``email`` is a member of the tenant
+    named ``tenant_name`` (a plain read)."""
+    return await reads.first(_MEMBERSHIP, {"tenant": tenant_name, "email": email.lower()})
 
 
 class MemberRepository:
@@ -19,15 +34,6 @@ class MemberRepository:
     @classmethod
     def from_session(cls, session: AsyncSession) -> MemberRepository:
         return cls(session)
-
-    async def find_membership(self, tenant_name: str, email: str) -> tuple[Tenant, Member] | None:
-        statement = (
-            select(Tenant, Member)
-            .join(Member, Member.tenant_id == Tenant.id)
-            .where(Tenant.name == tenant_name, Member.email == email.lower())
-        )
-        row = (await self.session.execute(statement)).one_or_none()
-        return None if row is None else (row[0], row[1])
 
     async def list(self, tenant_id: int) -> Sequence[Member]:
         statement = select(Member).where(Member.tenant_id == tenant_id).order_by(Member.email)

@@ -1,0 +1,145 @@
+"""Plain reads: Core statements answered as rows, with no ORM session and no write lock.
+
+A poll (a GET in a loop from a CLI, Terraform or a dashboard) is the request the service
+answers most. What it costs is mostly the hand-offs around its one statement, not the
+statement (bench/RESULTS.md): on SQLite each aiosqlite call is a hop to the connection's
+thread and back, on PostgreSQL a transaction is three round trips (BEGIN, the statement,
+ROLLBACK). So reads take the shortest path each backend allows:
+
+- SQLite: a synchronous connection of the same file, used on the event loop. A WAL reader
+  waits for nobody (writers append to the log; readers see the last commit), so a point read
+  blocks the loop for tens of microseconds, against hundreds for the hops it saves. These
+  connections are ``query_only``: they cannot write even by mistake. A connection is checked
+  out, used and returned within one call (never across an ``await``), so the loop's thread
+  holds at most one and the pool can never make the loop wait.
+- PostgreSQL: its own small pool of autocommit connections: a statement is one round trip and
+  sees the last commit. ``snapshot`` reads (several statements that must agree) run in one
+  read-only REPEATABLE READ transaction.
+
+Statements are built once, at import, with named ``bindparam``s, and executed with their
+values: SQLAlchemy then reuses the compiled form and its result metadata as they are (a
+statement built per request is compiled from the cache but its result columns are matched
+to the cached ones, column by column, on every execution).
+
+Reads that decide a write (plan limits, If-Match, uniqueness) stay in the request's session,
+inside its transaction and under its locks; these are for answering GETs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from sqlalchemy import Engine, Row, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.pool import QueuePool
+from sqlalchemy.sql import Executable
+
+# The loop's thread uses one connection at a time; other threads (the CLI's, tests') a few.
+_SQLITE_READ_POOL = {"pool_size": 2, "max_overflow": 6, "pool_timeout": 5.0}
+# A WAL reader is refused only in rare moments (recovery of a crashed writer's log): wait a
+# little, then answer 503 DATABASE_BUSY rather than hold up the event loop.
+_SQLITE_READ_BUSY_MS = 250
+
+
+Parameters = Mapping[str, Any]
+
+
+class Reads(Protocol):
+    async def first(self, statement: Executable, parameters: Parameters) -> Row[Any] | None:
+        """The first row of ``statement`` with ``parameters``, or None."""
+
+    async def all(self, statement: Executable, parameters: Parameters) -> Sequence[Row[Any]]:
+        """Every row of ``statement`` with ``parameters``."""
+
+    async def snapshot(
+        self, *statements: tuple[Executable, Parameters]
+    ) -> list[Sequence[Row[Any]]]:
+        """The rows of each statement, all read from one consistent snapshot."""
+
+    async def dispose(self) -> None:
+        """Close the pooled connections."""
+
+
+class SqliteReads:
+    """Synchronous reads of a SQLite file, on the caller's thread (see the module)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @classmethod
+    def of_file(cls, url: str) -> SqliteReads:
+        engine = create_engine(
+            url,
+            poolclass=QueuePool,
+            connect_args={"check_same_thread": False},
+            **_SQLITE_READ_POOL,
+        )
+        event.listen(engine, "connect", _read_only_connection)
+        return cls(engine)
+
+    async def first(self, statement: Executable, parameters: Parameters) -> Row[Any] | None:
+        with self.engine.connect() as connection:
+            return connection.execute(statement, parameters).first()
+
+    async def all(self, statement: Executable, parameters: Parameters) -> Sequence[Row[Any]]:
+        with self.engine.connect() as connection:
+            return connection.execute(statement, parameters).all()
+
+    async def snapshot(
+        self, *statements: tuple[Executable, Parameters]
+    ) -> list[Sequence[Row[Any]]]:
+        with self.engine.connect() as connection:
+            connection.exec_driver_sql("BEGIN")
+            try:
+                return [connection.execute(*statement).all() for statement in statements]
+            finally:
+                connection.exec_driver_sql("COMMIT")
+
+    async def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def _read_only_connection(dbapi_connection: Any, _: Any) -> None:
+    # Autocommit at the driver: each statement is its own snapshot unless BEGIN says otherwise.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    cursor.execute(f"PRAGMA busy_timeout={_SQLITE_READ_BUSY_MS}")
+    cursor.execute("PRAGMA query_only=ON")
+    cursor.close()
+
+
+class PooledReads:
+    """Reads over a pool of autocommit connections (PostgreSQL; see the module)."""
+
+    def __init__(self, engine: AsyncEngine, **snapshot_options: Any) -> None:
+        self.engine = engine
+        self._snapshots = engine.execution_options(**snapshot_options)
+
+    @classmethod
+    def of_postgres(cls, engine: AsyncEngine) -> PooledReads:
+        return cls(engine, isolation_level="REPEATABLE READ", postgresql_readonly=True)
+
+    async def first(self, statement: Executable, parameters: Parameters) -> Row[Any] | None:
+        async with self.engine.connect() as connection:
+            return (await connection.execute(statement, parameters)).first()
+
+    async def all(self, statement: Executable, parameters: Parameters) -> Sequence[Row[Any]]:
+        async with self.engine.connect() as connection:
+            return (await connection.execute(statement, parameters)).all()
+
+    async def snapshot(
+        self, *statements: tuple[Executable, Parameters]
+    ) -> list[Sequence[Row[Any]]]:
+        async with self._snapshots.connect() as connection, connection.begin():
+            return [(await connection.execute(*statement)).all() for statement in statements]
+
+    async def dispose(self) -> None:
+        await self.engine.dispose()
+
+
+def sqlite_read_url(async_url: str) -> str:
+    """The synchronous driver's URL of the same SQLite file."""
+    return make_url(async_url).set(drivername="sqlite+pysqlite").render_as_string(False)
+
