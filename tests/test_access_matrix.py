@@ -22,7 +22,7 @@ import pytest
 from fastapi import Request
 from sqlalchemy import select
 
-from tenantplane.access import WRITE_METHODS, TenantMember, TenantMemberReads
+from tenantplane.access import TenantMember, TenantMemberReads
 from tenantplane.db.engine import Database
 from tenantplane.db.models import Base
 from tenantplane.http.access import Access

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from datetime import datetime
-
 from typing import Any
 
 from sqlalchemy import Row, bindparam, delete, func, or_, select, update
@@ -11,7 +10,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tenantplane.apikey.models import ApiKey
 from tenantplane.db.reads import Reads
 from tenantplane.tenant.models import Tenant
-
 
 _CREDENTIAL = (
     select(

@@ -142,4 +142,3 @@ class PooledReads:
 def sqlite_read_url(async_url: str) -> str:
     """The synchronous driver's URL of the same SQLite file."""
     return make_url(async_url).set(drivername="sqlite+pysqlite").render_as_string(False)
-

@@ -37,6 +37,8 @@ async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
 # scope="function": the commit happens before the response is sent, so a failed commit is
 # answered as an error and never acknowledged as a success.
 SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
+
+
 async def _database(request: Request) -> Database:
     return get_database(request)
 

@@ -10,7 +10,6 @@ from tenantplane.db.reads import Reads
 from tenantplane.member.models import Member, Role
 from tenantplane.tenant.models import Tenant
 
-
 _MEMBERSHIP = (
     select(Tenant.id.label("tenant_id"), Member.role, Member.email)
     .join(Member, Member.tenant_id == Tenant.id)
