@@ -190,7 +190,10 @@ class Factory:
 
         async with self.database.transaction() as session:
             await session.execute(
-                update(Cluster).where(Cluster.uid == cluster.uid).values(phase=phase.value)
+                update(Cluster)
+                .where(Cluster.uid == cluster.uid)
+                # As every change the service makes: the resource version moves with it.
+                .values(phase=phase.value, resource_version=Cluster.resource_version + 1)
             )
 
     async def delete_cluster(self, cluster: ClusterFixture) -> None:
@@ -210,7 +213,11 @@ class Factory:
             await session.execute(
                 update(Cluster)
                 .where(Cluster.uid == cluster.uid)
-                .values(deletion_requested_at=utcnow(), phase=ClusterPhase.terminating.value)
+                .values(
+                    deletion_requested_at=utcnow(),
+                    phase=ClusterPhase.terminating.value,
+                    resource_version=Cluster.resource_version + 1,
+                )
             )
 
     async def expired_api_key(self, tenant_id: int, role: Role = Role.admin) -> str:

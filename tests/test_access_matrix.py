@@ -22,6 +22,7 @@ import pytest
 from fastapi import Request
 from sqlalchemy import select
 
+from tenantplane.access import WRITE_METHODS as STATE_CHECKED_METHODS
 from tenantplane.access import TenantMember, TenantMemberReads
 from tenantplane.db.engine import Database
 from tenantplane.db.models import Base
@@ -233,7 +234,7 @@ def test_tenant_paths_require_membership_and_only_they(operation: Operation) -> 
 
 
 @pytest.mark.parametrize(
-    "operation", [op for op in OPERATIONS if op.method in WRITE_METHODS], ids=str
+    "operation", [op for op in OPERATIONS if op.method in STATE_CHECKED_METHODS], ids=str
 )
 def test_writes_declare_an_access_check_that_holds_the_tenant_state(operation: Operation) -> None:
     """The reading checks (TenantMemberReads, TenantAdminReads) open no session, so they

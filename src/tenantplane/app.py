@@ -24,6 +24,7 @@ from tenantplane.cluster.routes import versions_router as cluster_versions_route
 from tenantplane.config import Settings
 from tenantplane.db.engine import Database
 from tenantplane.http.body_limit import RequestBodyMiddleware
+from tenantplane.http.documents import EncodedDocuments
 from tenantplane.http.errors import error_responses, install_error_handlers
 from tenantplane.http.observability import HttpMetrics, ObservabilityMiddleware
 from tenantplane.http.openapi import API_PREFIX, openapi_document, operation_id
@@ -120,6 +121,8 @@ def create_app(
     app.state.settings = settings
     app.state.keys = settings.keyring()
     app.state.key_cache = KeyCache[Identity](settings.api_key_cache_seconds)
+    # Encoded documents of the polled lists (http/documents.py).
+    app.state.documents = EncodedDocuments()
     app.state.token_verifier = build_token_verifier(settings)
     app.state.alerting_backend = backend_from_settings(settings)
     app.state.alerting_policy = policy_from_settings(settings)

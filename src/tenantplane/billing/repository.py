@@ -7,7 +7,18 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, Select, and_, func, insert, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Row,
+    Select,
+    and_,
+    bindparam,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -24,6 +35,7 @@ from tenantplane.billing.models import (
     ProviderEvent,
 )
 from tenantplane.cluster.models import ClusterHistory, ClusterPhase
+from tenantplane.db.reads import Reads
 from tenantplane.tenant.models import Plan, Tenant
 
 # The columns an invoice and its line items show in the API.
@@ -56,6 +68,50 @@ LINE_ITEM_LISTED = (
 )
 
 
+# A listing's first read: what says whether a kept document is still the invoice's own.
+_INVOICE_VERSIONS = (
+    select(Invoice.id, Invoice.resource_version, Invoice.name, Invoice.created_at)
+    .where(Invoice.tenant_id == bindparam("tenant_id"))
+    .order_by(Invoice.period_start, Invoice.period_end, Invoice.kind.desc(), Invoice.id)
+)
+_INVOICES = select(*(getattr(Invoice, column) for column in INVOICE_LISTED)).where(
+    Invoice.tenant_id == bindparam("tenant_id"), Invoice.id.in_(bindparam("ids", expanding=True))
+)
+_LINE_ITEMS = (
+    select(*(getattr(InvoiceLineItem, column) for column in LINE_ITEM_LISTED))
+    .join(Invoice, Invoice.id == InvoiceLineItem.invoice_id)
+    .where(
+        Invoice.tenant_id == bindparam("tenant_id"),
+        Invoice.id.in_(bindparam("ids", expanding=True)),
+    )
+    .order_by(InvoiceLineItem.invoice_id, InvoiceLineItem.position)
+)
+# Bound parameters per statement stay far under SQLite's limit (32,766).
+_IDS_PER_READ = 500
+
+
+async def read_invoice_versions(reads: Reads, tenant_id: int) -> Sequence[Row[Any]]:
+    """(id, resource_version, name, created_at) of the tenant's invoices in listing order:
+    by billing period, a final invoice after a regular one of the same start."""
+    return await reads.all(_INVOICE_VERSIONS, {"tenant_id": tenant_id})
+
+
+async def read_invoices(
+    reads: Reads, tenant_id: int, invoice_ids: Sequence[int]
+) -> list[tuple[Row[Any], list[Row[Any]]]]:
+    """The tenant's invoices of ``invoice_ids`` as plain rows of the columns the API shows,
+    each with its line items in order (an invoice and its lines from one snapshot)."""
+    found: list[tuple[Row[Any], list[Row[Any]]]] = []
+    for start in range(0, len(invoice_ids), _IDS_PER_READ):
+        scope = {"tenant_id": tenant_id, "ids": list(invoice_ids[start : start + _IDS_PER_READ])}
+        invoices, line_items = await reads.snapshot((_INVOICES, scope), (_LINE_ITEMS, scope))
+        lines: dict[int, list[Row[Any]]] = {row.id: [] for row in invoices}
+        for line in line_items:
+            lines[line.invoice_id].append(line)
+        found.extend((invoice, lines[invoice.id]) for invoice in invoices)
+    return found
+
+
 class BillingRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
@@ -69,31 +125,6 @@ class BillingRepository:
     @staticmethod
     def _tenant_invoices(tenant_id: int) -> Select[Invoice]:
         return select(Invoice).where(Invoice.tenant_id == tenant_id)
-
-    async def invoice_listing(
-        self, tenant_id: int
-    ) -> tuple[Sequence[Row[Any]], dict[int, list[Row[Any]]]]:
-        """The tenant's invoices as plain rows of the columns the API shows, and the line items
-        by invoice id in order: no ORM objects for a read that only serialises them. Ordered by
-        billing period; a final invoice sorts after a regular one of the same start."""
-        invoices = (
-            await self.session.execute(
-                select(*(getattr(Invoice, column) for column in INVOICE_LISTED))
-                .where(Invoice.tenant_id == tenant_id)
-                .order_by(Invoice.period_start, Invoice.period_end, Invoice.kind.desc(), Invoice.id)
-            )
-        ).all()
-        lines: dict[int, list[Row[Any]]] = {row.id: [] for row in invoices}
-        if lines:
-            statement = (
-                select(*(getattr(InvoiceLineItem, column) for column in LINE_ITEM_LISTED))
-                .join(Invoice, Invoice.id == InvoiceLineItem.invoice_id)
-                .where(Invoice.tenant_id == tenant_id)
-                .order_by(InvoiceLineItem.invoice_id, InvoiceLineItem.position)
-            )
-            for line in await self.session.execute(statement):
-                lines[line.invoice_id].append(line)
-        return invoices, lines
 
     async def get_invoice(self, tenant_id: int, name: str) -> Invoice | None:
         statement = self._tenant_invoices(tenant_id).where(Invoice.name == name)

@@ -1,14 +1,20 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import JSONResponse
 
-from tenantplane.access import AnyCaller, Public, TenantAdminInAnyState, TenantMember
+from tenantplane.access import (
+    AnyCaller,
+    Public,
+    TenantAdminInAnyState,
+    TenantMember,
+    TenantMemberReads,
+)
 from tenantplane.billing import service, webhooks
 from tenantplane.billing.context import BillingContext
 from tenantplane.billing.schemas import InvoiceRead, PlanRead, PortalSessionRead, ReceiptLink
 from tenantplane.catalogue.plans import load_plans
-from tenantplane.db.session import SessionDep
+from tenantplane.db.session import ReadsDep, SessionDep
+from tenantplane.http.documents import DocumentResponse, EncodedDocuments
 from tenantplane.http.errors import error_responses
 from tenantplane.http.etag import set_etag
 from tenantplane.http.schemas import ItemList
@@ -37,15 +43,18 @@ def billing_context(request: Request) -> BillingContext:
 @tenant_router.get(
     "/invoices", response_model=ItemList[InvoiceRead], response_model_exclude_none=True
 )
-async def list_invoices(principal: TenantMember, session: SessionDep) -> JSONResponse:
+async def list_invoices(
+    principal: TenantMemberReads, reads: ReadsDep, request: Request
+) -> DocumentResponse:
     """List the tenant's invoices.
 
     The full history ordered by billing period, without pagination. Members.
     """
-    # Built as JSON from plain rows and sent as is: a long history made of ORM objects and
-    # response models validated again by the framework cost tens of ms per request.
-    items = await service.invoice_listing(session, principal.tenant_id)
-    return JSONResponse({"items": items})
+    # Each invoice's document is encoded once per version and kept (http/documents.py):
+    # a long history rebuilt on every poll cost tens of ms per request.
+    documents: EncodedDocuments = request.app.state.documents
+    items = await service.invoice_listing(reads, documents, principal.tenant_id)
+    return DocumentResponse({"items": items})
 
 
 @tenant_router.get(

@@ -4,15 +4,24 @@ promotional credit and billing profiles. Services never commit."""
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+import orjson
+from sqlalchemy import Row
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.billing.models import BillingProfile, CreditEntry, Invoice, InvoicePhase
-from tenantplane.billing.repository import BillingRepository
+from tenantplane.billing.repository import (
+    BillingRepository,
+    read_invoice_versions,
+    read_invoices,
+)
 from tenantplane.billing.schemas import invoice_document
 from tenantplane.db.base import utcnow
+from tenantplane.db.reads import Reads
+from tenantplane.http.documents import EncodedDocuments
 from tenantplane.http.errors import ApiError, Conflict, NotFound, ValidationFailed
 from tenantplane.providers.payment import (
     BillingNotConfigured,
@@ -51,10 +60,22 @@ class ReceiptNotAvailable(ApiError):
         )
 
 
-async def invoice_listing(session: AsyncSession, tenant_id: int) -> list[dict[str, Any]]:
-    """The tenant's invoices as the API shows them (JSON-ready)."""
-    invoices, lines = await BillingRepository.from_session(session).invoice_listing(tenant_id)
-    return [invoice_document(invoice, lines[invoice.id]) for invoice in invoices]
+async def invoice_listing(
+    reads: Reads, documents: EncodedDocuments, tenant_id: int
+) -> list[orjson.Fragment]:
+    """The tenant's invoices as the API shows them, encoded (http/documents.py)."""
+    listed = await read_invoice_versions(reads, tenant_id)
+    kept = {row.id: documents.get(_document_key(row)) for row in listed}
+    missing = [invoice_id for invoice_id, document in kept.items() if document is None]
+    for invoice, lines in await read_invoices(reads, tenant_id, missing):
+        # Changed since it was listed: the newer document is answered.
+        kept[invoice.id] = documents.put(_document_key(invoice), invoice_document(invoice, lines))
+    # An invoice deleted since it was listed (its tenant's deletion) is left out.
+    return [document for document in kept.values() if document is not None]
+
+
+def _document_key(invoice: Row[Any]) -> tuple[str, int, int, str, datetime]:
+    return ("invoice", invoice.id, invoice.resource_version, invoice.name, invoice.created_at)
 
 
 async def get_invoice(session: AsyncSession, tenant_id: int, name: str) -> Invoice:

@@ -51,16 +51,33 @@ CLUSTER_LISTED = (
 _SHOWN = select(*(getattr(Cluster, column) for column in CLUSTER_LISTED)).where(
     Cluster.tenant_id == bindparam("tenant_id")
 )
-_LISTING = _SHOWN.order_by(Cluster.created_at, Cluster.id)
+_VERSIONS = (
+    select(Cluster.id, Cluster.resource_version, Cluster.name, Cluster.created_at)
+    .where(Cluster.tenant_id == bindparam("tenant_id"))
+    .order_by(Cluster.created_at, Cluster.id)
+)
+_BY_IDS = (
+    select(Cluster.id, *(getattr(Cluster, column) for column in CLUSTER_LISTED))
+    .where(Cluster.tenant_id == bindparam("tenant_id"))
+    .where(Cluster.id.in_(bindparam("ids", expanding=True)))
+)
 _ONE_SHOWN = _SHOWN.where(Cluster.name == bindparam("name"))
 _CONNECTION = select(Cluster.phase, Cluster.endpoint, Cluster.certificate_authority).where(
     Cluster.tenant_id == bindparam("tenant_id"), Cluster.name == bindparam("name")
 )
 
 
-async def read_listing(reads: Reads, tenant_id: int) -> Sequence[Row[Any]]:
-    """The tenant's clusters as plain rows of the columns the API shows."""
-    return await reads.all(_LISTING, {"tenant_id": tenant_id})
+async def read_versions(reads: Reads, tenant_id: int) -> Sequence[Row[Any]]:
+    """(id, resource_version, name, created_at) of the tenant's clusters, in listing order.
+    A tenant has at most its plan's limit of clusters (250)."""
+    return await reads.all(_VERSIONS, {"tenant_id": tenant_id})
+
+
+async def read_clusters(
+    reads: Reads, tenant_id: int, cluster_ids: Sequence[int]
+) -> Sequence[Row[Any]]:
+    """The tenant's clusters of ``cluster_ids`` as plain rows of the columns the API shows."""
+    return await reads.all(_BY_IDS, {"tenant_id": tenant_id, "ids": list(cluster_ids)})
 
 
 async def read_cluster(reads: Reads, tenant_id: int, name: str) -> Row[Any] | None:

@@ -4,7 +4,6 @@ import math
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response, status
-from fastapi.responses import JSONResponse
 
 from tenantplane.access import AnyCaller, TenantAdmin, TenantMemberReads
 from tenantplane.catalogue.plans import load_plans
@@ -20,6 +19,7 @@ from tenantplane.cluster.schemas import (
 )
 from tenantplane.config import Settings
 from tenantplane.db.session import ReadsDep, SessionDep
+from tenantplane.http.documents import DocumentResponse, EncodedDocuments
 from tenantplane.http.errors import error_responses
 from tenantplane.http.etag import IfMatch, etag_of, set_etag
 from tenantplane.http.names import path_name, resource_name_path
@@ -74,12 +74,16 @@ async def create_cluster(
 # Reads are built as JSON from plain rows and sent as is: a session, ORM objects and
 # response models validated again by the framework were most of a poll's cost.
 @router.get("", response_model=ItemList[ClusterRead], response_model_exclude_none=True)
-async def list_clusters(principal: TenantMemberReads, reads: ReadsDep) -> JSONResponse:
+async def list_clusters(
+    principal: TenantMemberReads, reads: ReadsDep, request: Request
+) -> DocumentResponse:
     """List the tenant's clusters.
 
     Members.
     """
-    return JSONResponse({"items": await service.cluster_listing(reads, principal.tenant_id)})
+    documents: EncodedDocuments = request.app.state.documents
+    items = await service.cluster_listing(reads, documents, principal.tenant_id)
+    return DocumentResponse({"items": items})
 
 
 @router.get(
@@ -90,13 +94,13 @@ async def list_clusters(principal: TenantMemberReads, reads: ReadsDep) -> JSONRe
 )
 async def get_cluster(
     principal: TenantMemberReads, name: ClusterName, reads: ReadsDep
-) -> JSONResponse:
+) -> DocumentResponse:
     """Read one cluster.
 
     The ETag answered is its resource version. Members.
     """
     document = await service.shown(reads, principal.tenant_id, _cluster_name(name))
-    return JSONResponse(document, headers={"ETag": etag_of(document["resourceVersion"])})
+    return DocumentResponse(document, headers={"ETag": etag_of(document["resourceVersion"])})
 
 
 @router.patch("/{name}", response_model_exclude_none=True, responses=error_responses(404, 409, 412))

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
+import orjson
+from sqlalchemy import Row
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -27,8 +30,9 @@ from tenantplane.cluster.repository import (
     ClusterRepository,
     Usage,
     read_cluster,
+    read_clusters,
     read_connection,
-    read_listing,
+    read_versions,
 )
 from tenantplane.cluster.schemas import (
     ApiWarning,
@@ -41,6 +45,7 @@ from tenantplane.cluster.schemas import (
 from tenantplane.cluster.status import upgrade_requested
 from tenantplane.db.base import utcnow
 from tenantplane.db.reads import Reads
+from tenantplane.http.documents import EncodedDocuments
 from tenantplane.http.errors import (
     ApiError,
     Conflict,
@@ -249,9 +254,23 @@ async def create(
     return cluster, warnings
 
 
-async def cluster_listing(reads: Reads, tenant_id: int) -> list[dict[str, Any]]:
-    """The tenant's clusters as the API shows them (JSON-ready)."""
-    return [cluster_document(row) for row in await read_listing(reads, tenant_id)]
+async def cluster_listing(
+    reads: Reads, documents: EncodedDocuments, tenant_id: int
+) -> list[orjson.Fragment]:
+    """The tenant's clusters as the API shows them, encoded (http/documents.py)."""
+    listed = await read_versions(reads, tenant_id)
+    kept = {row.id: documents.get(_document_key(row)) for row in listed}
+    missing = [cluster_id for cluster_id, document in kept.items() if document is None]
+    if missing:
+        for cluster in await read_clusters(reads, tenant_id, missing):
+            # Changed since it was listed: the newer document is answered.
+            kept[cluster.id] = documents.put(_document_key(cluster), cluster_document(cluster))
+    # A cluster deleted since it was listed is left out.
+    return [document for document in kept.values() if document is not None]
+
+
+def _document_key(cluster: Row[Any]) -> tuple[str, int, int, str, datetime]:
+    return ("cluster", cluster.id, cluster.resource_version, cluster.name, cluster.created_at)
 
 
 async def shown(reads: Reads, tenant_id: int, name: str) -> dict[str, Any]:
@@ -260,13 +279,6 @@ async def shown(reads: Reads, tenant_id: int, name: str) -> dict[str, Any]:
     if row is None:
         raise NotFound("cluster")
     return cluster_document(row)
-
-
-async def get(session: AsyncSession, tenant_id: int, name: str) -> Cluster:
-    cluster = await ClusterRepository.from_session(session).get(tenant_id, name)
-    if cluster is None:
-        raise NotFound("cluster")
-    return cluster
 
 
 _NOT_NULL = ("name", "type", "version", "high_availability", "resources", "alerts")

@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+import orjson
 from sqlalchemy import Engine, Row, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -74,6 +75,7 @@ class SqliteReads:
             url,
             poolclass=QueuePool,
             connect_args={"check_same_thread": False},
+            json_deserializer=orjson.loads,
             **_SQLITE_READ_POOL,
         )
         event.listen(engine, "connect", _read_only_connection)

@@ -1,0 +1,46 @@
+"""The invoice list answers each invoice's kept document until the invoice changes."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from tenantplane.billing.models import Invoice, InvoicePhase
+from tenantplane.billing.repository import BillingRepository
+from tenantplane.db.base import utcnow
+from tenantplane.db.engine import Database
+from tests.billing.conftest import BillingFactoryFn
+from tests.billing.test_cycle import at
+from tests.factories import Factory
+from tests.http_client import bearer
+
+
+async def test_a_paid_invoice_shows_paid_on_the_next_poll(
+    billing: BillingFactoryFn, factory: Factory, database: Database
+) -> None:
+    deployment = await billing()
+    tenant = await factory.tenant()
+    await factory.billing.backdate_tenant(tenant.id, at("2026-08-01T00:00:00"))
+    await deployment.run("2026-10-01T00:00:00Z")
+    path, headers = f"{tenant.path}/invoices", bearer(tenant.readonly_key)
+
+    first = await deployment.client.get(path, headers=headers)
+    assert first.status_code == 200, first.text
+    listed = first.json()["items"]
+    assert len(listed) == 2
+    assert {item["status"]["phase"] for item in listed} == {"Draft"}
+    assert (await deployment.client.get(path, headers=headers)).content == first.content
+
+    async with database.transaction() as session:
+        (invoice_id,) = (
+            await session.execute(select(Invoice.id).where(Invoice.name == listed[0]["name"]))
+        ).one()
+        advanced = await BillingRepository.from_session(session).advance_invoice(
+            invoice_id, InvoicePhase.paid, utcnow(), {}
+        )
+        assert advanced
+    after = (await deployment.client.get(path, headers=headers)).json()["items"]
+    assert [item["status"]["phase"] for item in after] == ["Paid", "Draft"]
+    assert int(after[0]["resourceVersion"]) > int(listed[0]["resourceVersion"])
+    assert after[1] == listed[1]
+    single = await deployment.client.get(f"{path}/{listed[0]['name']}", headers=headers)
+    assert single.json() == after[0]
