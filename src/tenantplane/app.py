@@ -46,16 +46,18 @@ DESCRIPTION = (
     "use one JSON envelope (`error`, and for structured errors `code`, `message`, `field`, "
     "`severity`)."
 )
+# Matched in this order, route by route: what clients poll (clusters, then invoices and
+# secrets) comes first, so a poll is not compared with every alerting route before its own.
 FEATURE_ROUTERS = (
+    cluster_router,
+    billing_tenant_router,
+    secret_router,
     tenant_router,
     member_router,
     apikey_router,
     alerting_router,
-    cluster_router,
     cluster_versions_router,
-    billing_tenant_router,
     billing_router,
-    secret_router,
 )
 
 
