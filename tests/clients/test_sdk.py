@@ -194,6 +194,9 @@ def test_update_refetches_and_reapplies_on_412(tenant: Tenant, proxy: tuple[Prox
     fake, url = proxy
     with connect(url, tenant) as api:
         api.clusters.create({"name": "up", "resources": SMALL})
+        # Settled first: while it provisions, the reconciler moves its resourceVersion too,
+        # and a real 412 would add to the one injected here.
+        api.clusters.wait_for("up", interval=0.1)
         version = api.versions().default
         fake.inject(Fault(412, code="PRECONDITION_FAILED", method="PATCH"))
         fake.seen.clear()
