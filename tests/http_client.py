@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 
 import httpx
 from fastapi import FastAPI
+from sqlalchemy import event
 
 from tenantplane.app import create_app
 from tenantplane.config import Settings
@@ -34,3 +35,22 @@ async def api_client(
 
 def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
+
+
+@contextmanager
+def plain_reads_of(app: FastAPI, table: str) -> Iterator[list[str]]:
+    """The statements the app's plain reads (db/reads.py) send about ``table`` while the
+    block runs."""
+    seen: list[str] = []
+
+    def record(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+        if f"FROM {table}" in statement:
+            seen.append(statement)
+
+    reads_engine = app.state.database.reads.engine
+    engine = getattr(reads_engine, "sync_engine", reads_engine)
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", record)

@@ -9,14 +9,13 @@ from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
-from sqlalchemy import event
 
 from tenantplane.apikey.cache import CachedKey, KeyCache
 from tenantplane.config import Settings
 from tenantplane.db.engine import Database
 from tests.conftest import make_settings
 from tests.factories import Factory
-from tests.http_client import api_client, bearer, running_app
+from tests.http_client import api_client, bearer, plain_reads_of, running_app
 
 CACHE_SECONDS = 0.3
 
@@ -65,22 +64,11 @@ async def test_concurrent_requests_with_one_key_share_one_lookup(
         clusters = f"{tenant.path}/clusters"
         assert (await client.get(clusters, headers=bearer(tenant.readonly_key))).status_code == 200
         app.state.key_cache._entries.clear()
-        lookups: list[str] = []
-
-        def record(_conn: object, _cursor: object, statement: str, *_: object) -> None:
-            if "FROM api_keys" in statement:
-                lookups.append(statement)
-
-        # Authentication looks keys up with plain reads (db/reads.py), on their own engine.
-        reads_engine = app.state.database.reads.engine
-        engine = getattr(reads_engine, "sync_engine", reads_engine)
-        event.listen(engine, "before_cursor_execute", record)
-        try:
+        # Authentication looks keys up with plain reads (db/reads.py).
+        with plain_reads_of(app, "api_keys") as lookups:
             answers = await asyncio.gather(
                 *(client.get(clusters, headers=bearer(tenant.readonly_key)) for _ in range(8))
             )
-        finally:
-            event.remove(engine, "before_cursor_execute", record)
         assert [answer.status_code for answer in answers] == [200] * 8
         assert len(lookups) == 1, lookups
 

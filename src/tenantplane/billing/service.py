@@ -4,7 +4,6 @@ promotional credit and billing profiles. Services never commit."""
 from __future__ import annotations
 
 import re
-from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -64,18 +63,12 @@ async def invoice_listing(
     reads: Reads, documents: EncodedDocuments, tenant_id: int
 ) -> list[orjson.Fragment]:
     """The tenant's invoices as the API shows them, encoded (http/documents.py)."""
-    listed = await read_invoice_versions(reads, tenant_id)
-    kept = {row.id: documents.get(_document_key(row)) for row in listed}
-    missing = [invoice_id for invoice_id, document in kept.items() if document is None]
-    for invoice, lines in await read_invoices(reads, tenant_id, missing):
-        # Changed since it was listed: the newer document is answered.
-        kept[invoice.id] = documents.put(_document_key(invoice), invoice_document(invoice, lines))
-    # An invoice deleted since it was listed (its tenant's deletion) is left out.
-    return [document for document in kept.values() if document is not None]
 
+    async def read(ids: list[int]) -> list[tuple[Row[Any], dict[str, Any]]]:
+        found = await read_invoices(reads, tenant_id, ids)
+        return [(invoice, invoice_document(invoice, lines)) for invoice, lines in found]
 
-def _document_key(invoice: Row[Any]) -> tuple[str, int, int, str, datetime]:
-    return ("invoice", invoice.id, invoice.resource_version, invoice.name, invoice.created_at)
+    return await documents.listing("invoice", await read_invoice_versions(reads, tenant_id), read)
 
 
 async def get_invoice(session: AsyncSession, tenant_id: int, name: str) -> Invoice:

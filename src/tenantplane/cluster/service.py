@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 import orjson
@@ -258,19 +257,11 @@ async def cluster_listing(
     reads: Reads, documents: EncodedDocuments, tenant_id: int
 ) -> list[orjson.Fragment]:
     """The tenant's clusters as the API shows them, encoded (http/documents.py)."""
-    listed = await read_versions(reads, tenant_id)
-    kept = {row.id: documents.get(_document_key(row)) for row in listed}
-    missing = [cluster_id for cluster_id, document in kept.items() if document is None]
-    if missing:
-        for cluster in await read_clusters(reads, tenant_id, missing):
-            # Changed since it was listed: the newer document is answered.
-            kept[cluster.id] = documents.put(_document_key(cluster), cluster_document(cluster))
-    # A cluster deleted since it was listed is left out.
-    return [document for document in kept.values() if document is not None]
 
+    async def read(ids: list[int]) -> list[tuple[Row[Any], dict[str, Any]]]:
+        return [(row, cluster_document(row)) for row in await read_clusters(reads, tenant_id, ids)]
 
-def _document_key(cluster: Row[Any]) -> tuple[str, int, int, str, datetime]:
-    return ("cluster", cluster.id, cluster.resource_version, cluster.name, cluster.created_at)
+    return await documents.listing("cluster", await read_versions(reads, tenant_id), read)
 
 
 async def shown(reads: Reads, tenant_id: int, name: str) -> dict[str, Any]:

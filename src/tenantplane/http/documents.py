@@ -13,7 +13,7 @@ row id reused after a deletion can never bring back another resource's document.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
 from typing import Any
 
 import orjson
@@ -55,3 +55,25 @@ class EncodedDocuments:
 
     def __len__(self) -> int:
         return len(self._documents)
+
+    async def listing(
+        self,
+        kind: str,
+        listed: Sequence[Any],
+        read: Callable[[list[int]], Awaitable[Iterable[tuple[Any, dict[str, Any]]]]],
+    ) -> list[orjson.Fragment]:
+        """The documents of the ``listed`` rows (id, resource_version, name, created_at), in
+        their order: the kept ones as they are, the others from ``read(ids)`` (each row
+        with its document), kept from then on."""
+        kept = {row.id: self.get(_key(kind, row)) for row in listed}
+        missing = [row_id for row_id, document in kept.items() if document is None]
+        if missing:
+            for row, document in await read(missing):
+                # Changed since it was listed: the newer document is answered.
+                kept[row.id] = self.put(_key(kind, row), document)
+        # Deleted since it was listed: left out.
+        return [document for document in kept.values() if document is not None]
+
+
+def _key(kind: str, row: Any) -> Hashable:
+    return (kind, row.id, row.resource_version, row.name, row.created_at)
