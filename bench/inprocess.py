@@ -1,0 +1,112 @@
+"""The application's own CPU per request, without HTTP or a load generator.
+
+`uv run python -m bench.inprocess [--backend sqlite|postgresql|both] [--requests 1000]`
+
+Builds the app in this process (reconcilers off, logging at WARNING), seeds the same data as
+scenarios (b), (c) and (e), and calls it as an ASGI server would, one request after another:
+the CPU time per request (all threads of this process) is what the application itself costs,
+route by route, against `/healthz` in the same run. On a shared machine this figure moves
+far less than wrk's rates; it leaves out the HTTP server's own cost (the same for every route).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench import seed
+from bench.__main__ import create_tenant, database, environment
+from bench.server import cli
+
+
+async def _call(app: Any, path: str, headers: list[tuple[bytes, bytes]]) -> None:
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", b"bench"), *headers],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 80),
+        "state": {},
+    }
+    await app(scope, receive, send)
+    if sent[0]["status"] != 200:
+        raise RuntimeError(f"{path} answered {sent[0]['status']}")
+
+
+async def _measure(paths: dict[str, tuple[str, list[tuple[bytes, bytes]]]], count: int) -> None:
+    from tenantplane.app import create_app
+
+    app = create_app()
+    async with app.router.lifespan_context(app):
+        baseline = 0.0
+        for name, (path, headers) in paths.items():
+            for _ in range(50):  # warm-up: routes built, statements compiled, caches filled
+                await _call(app, path, headers)
+            started = time.process_time()
+            for _ in range(count):
+                await _call(app, path, headers)
+            cpu = (time.process_time() - started) / count
+            baseline = baseline or cpu
+            print(f"| {name} | {cpu * 1e6:,.0f} | {cpu / baseline:.1f} |", flush=True)
+
+
+def run(backend: str, count: int) -> None:
+    workdir = Path(tempfile.mkdtemp(prefix="tenantplane-inprocess-"))
+    with database(backend, workdir) as url:
+        env = environment(url, workdir, run_reconcilers="false", log_level="WARNING")
+        cli(env, "migrate")
+        tenant = create_tenant(env, f"bench-{uuid.uuid4().hex[:6]}")
+        engine = seed.sync_engine(url)
+        tenant_id = seed.tenant_id(engine, tenant.name)
+        seed.seed_clusters(engine, [tenant_id], 50, datetime.now(UTC))
+        seed.seed_invoices(engine, tenant_id, tenant.name, 120)
+        engine.dispose()
+        os.environ.update(
+            {key: value for key, value in env.items() if key.startswith("TENANTPLANE_")}
+        )
+        auth = [(b"authorization", f"Bearer {tenant.key}".encode())]
+        paths = {
+            "(a) GET /healthz": ("/healthz", []),
+            "(b) GET one cluster": (tenant.path("/clusters/cluster-000"), auth),
+            "(c) list 50 clusters": (tenant.path("/clusters"), auth),
+            "(e) list 120 invoices": (tenant.path("/invoices"), auth),
+        }
+        print(f"\n### {backend}: {count} sequential requests each, in process\n")
+        print("| scenario | CPU µs/request | times (a) |\n|---|---|---|")
+        asyncio.run(_measure(paths, count))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.inprocess", description=__doc__)
+    parser.add_argument("--backend", choices=["sqlite", "postgresql", "both"], default="both")
+    parser.add_argument("--requests", type=int, default=1000)
+    arguments = parser.parse_args()
+    backends = ["sqlite", "postgresql"] if arguments.backend == "both" else [arguments.backend]
+    for backend in backends:
+        run(backend, arguments.requests)
+
+
+if __name__ == "__main__":
+    main()
