@@ -1,4 +1,5 @@
-"""All SQL of billing. Tenant scoping of invoices happens in ``_tenant_invoices``."""
+"""All SQL of billing. Tenant scoping of invoices happens in ``_tenant_invoices`` (ORM) and
+``_OF_TENANT`` (plain reads)."""
 
 from __future__ import annotations
 
@@ -68,22 +69,22 @@ LINE_ITEM_LISTED = (
 )
 
 
+# The plain reads' tenant scope of invoices, in one place (the ORM's is ``_tenant_invoices``).
+_OF_TENANT = Invoice.tenant_id == bindparam("tenant_id")
+_WITH_IDS = Invoice.id.in_(bindparam("ids", expanding=True))
 # A listing's first read: what says whether a kept document is still the invoice's own.
 _INVOICE_VERSIONS = (
     select(Invoice.id, Invoice.resource_version, Invoice.name, Invoice.created_at)
-    .where(Invoice.tenant_id == bindparam("tenant_id"))
+    .where(_OF_TENANT)
     .order_by(Invoice.period_start, Invoice.period_end, Invoice.kind.desc(), Invoice.id)
 )
 _INVOICES = select(*(getattr(Invoice, column) for column in INVOICE_LISTED)).where(
-    Invoice.tenant_id == bindparam("tenant_id"), Invoice.id.in_(bindparam("ids", expanding=True))
+    _OF_TENANT, _WITH_IDS
 )
 _LINE_ITEMS = (
     select(*(getattr(InvoiceLineItem, column) for column in LINE_ITEM_LISTED))
     .join(Invoice, Invoice.id == InvoiceLineItem.invoice_id)
-    .where(
-        Invoice.tenant_id == bindparam("tenant_id"),
-        Invoice.id.in_(bindparam("ids", expanding=True)),
-    )
+    .where(_OF_TENANT, _WITH_IDS)
     .order_by(InvoiceLineItem.invoice_id, InvoiceLineItem.position)
 )
 # Bound parameters per statement stay far under SQLite's limit (32,766).

@@ -48,22 +48,21 @@ CLUSTER_LISTED = (
 )
 
 
-_SHOWN = select(*(getattr(Cluster, column) for column in CLUSTER_LISTED)).where(
-    Cluster.tenant_id == bindparam("tenant_id")
+# The plain reads' tenant scope, in one place (the ORM queries start at ``_readable``).
+_OF_TENANT = Cluster.tenant_id == bindparam("tenant_id")
+_NAMED = Cluster.name == bindparam("name")
+_SHOWN = select(Cluster.id, *(getattr(Cluster, column) for column in CLUSTER_LISTED)).where(
+    _OF_TENANT
 )
+_ONE_SHOWN = _SHOWN.where(_NAMED)
+_BY_IDS = _SHOWN.where(Cluster.id.in_(bindparam("ids", expanding=True)))
 _VERSIONS = (
     select(Cluster.id, Cluster.resource_version, Cluster.name, Cluster.created_at)
-    .where(Cluster.tenant_id == bindparam("tenant_id"))
+    .where(_OF_TENANT)
     .order_by(Cluster.created_at, Cluster.id)
 )
-_BY_IDS = (
-    select(Cluster.id, *(getattr(Cluster, column) for column in CLUSTER_LISTED))
-    .where(Cluster.tenant_id == bindparam("tenant_id"))
-    .where(Cluster.id.in_(bindparam("ids", expanding=True)))
-)
-_ONE_SHOWN = _SHOWN.where(Cluster.name == bindparam("name"))
 _CONNECTION = select(Cluster.phase, Cluster.endpoint, Cluster.certificate_authority).where(
-    Cluster.tenant_id == bindparam("tenant_id"), Cluster.name == bindparam("name")
+    _OF_TENANT, _NAMED
 )
 
 

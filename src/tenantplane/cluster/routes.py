@@ -21,7 +21,7 @@ from tenantplane.config import Settings
 from tenantplane.db.session import ReadsDep, SessionDep
 from tenantplane.http.documents import DocumentResponse, EncodedDocuments
 from tenantplane.http.errors import error_responses
-from tenantplane.http.etag import IfMatch, etag_of, set_etag
+from tenantplane.http.etag import IfMatch, set_etag
 from tenantplane.http.names import path_name, resource_name_path
 from tenantplane.http.schemas import ItemList
 from tenantplane.idempotency.dependency import IDEMPOTENCY_RESPONSES, CapturingRoute, Idempotent
@@ -100,7 +100,9 @@ async def get_cluster(
     The ETag answered is its resource version. Members.
     """
     document = await service.shown(reads, principal.tenant_id, _cluster_name(name))
-    return DocumentResponse(document, headers={"ETag": etag_of(document["resourceVersion"])})
+    response = DocumentResponse(document)
+    set_etag(response, document["resourceVersion"])
+    return response
 
 
 @router.patch("/{name}", response_model_exclude_none=True, responses=error_responses(404, 409, 412))

@@ -231,6 +231,7 @@ def _plain_reads(engine: AsyncEngine, url: str, options: DatabaseOptions | None)
     if engine.dialect.name != "sqlite":
         return PooledReads.of_postgres(make_engine(url, options, autocommit=True))
     if engine.url.database in (None, "", ":memory:"):
-        # An in-memory database exists in its one connection: read through the same engine.
-        return PooledReads(engine)
+        # An in-memory database exists in its one connection: read through the same engine,
+        # without the write lock.
+        return PooledReads(engine.execution_options(**{READ_ONLY: True}))
     return SqliteReads.of_file(sqlite_read_url(engine.url.render_as_string(False)))
