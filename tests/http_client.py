@@ -11,6 +11,7 @@ from sqlalchemy import event
 
 from tenantplane.app import create_app
 from tenantplane.config import Settings
+from tenantplane.db.postgres_reads import PostgresReads
 
 BASE_URL = "http://tenantplane.test"
 
@@ -43,14 +44,25 @@ def plain_reads_of(app: FastAPI, table: str) -> Iterator[list[str]]:
     block runs."""
     seen: list[str] = []
 
-    def record(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+    def record(statement: str) -> None:
         if f"FROM {table}" in statement:
             seen.append(statement)
 
-    reads_engine = app.state.database.reads.engine
-    engine = getattr(reads_engine, "sync_engine", reads_engine)
-    event.listen(engine, "before_cursor_execute", record)
+    reads = app.state.database.reads
+    if isinstance(reads, PostgresReads):
+        reads.listeners.append(record)
+        try:
+            yield seen
+        finally:
+            reads.listeners.remove(record)
+        return
+
+    def record_cursor(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+        record(statement)
+
+    engine = getattr(reads.engine, "sync_engine", reads.engine)
+    event.listen(engine, "before_cursor_execute", record_cursor)
     try:
         yield seen
     finally:
-        event.remove(engine, "before_cursor_execute", record)
+        event.remove(engine, "before_cursor_execute", record_cursor)

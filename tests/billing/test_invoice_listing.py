@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from decimal import Decimal
+
 from sqlalchemy import select
 
 from tenantplane.billing.models import Invoice, InvoicePhase
-from tenantplane.billing.repository import BillingRepository
+from tenantplane.billing.repository import (
+    BillingRepository,
+    read_invoice_versions,
+    read_invoices,
+)
 from tenantplane.db.base import utcnow
 from tenantplane.db.engine import Database
+from tenantplane.db.reads import ReadRow, Reads
 from tests.billing.conftest import BillingFactoryFn
 from tests.billing.test_cycle import at
 from tests.factories import Factory
 from tests.http_client import bearer
+from tests.reads import agree
 
 
 async def test_a_paid_invoice_shows_paid_on_the_next_poll(
@@ -44,3 +53,24 @@ async def test_a_paid_invoice_shows_paid_on_the_next_poll(
     assert after[1] == listed[1]
     single = await deployment.client.get(f"{path}/{listed[0]['name']}", headers=headers)
     assert single.json() == after[0]
+
+
+async def test_invoice_rows_hold_the_values_and_types_a_session_reads(
+    billing: BillingFactoryFn, factory: Factory, database: Database
+) -> None:
+    """Amounts kept as decimal strings come back as Decimal, periods as UTC timestamps,
+    conditions as documents: the same values and types as SQLAlchemy's own execution."""
+    deployment = await billing()
+    tenant = await factory.tenant()
+    await factory.billing.backdate_tenant(tenant.id, at("2026-08-01T00:00:00"))
+    await deployment.run("2026-10-01T00:00:00Z")
+    versions = await agree(database, lambda reads: read_invoice_versions(reads, tenant.id))
+    ids = [row.id for row in versions]
+    assert len(ids) == 2
+
+    async def invoices(reads: Reads) -> Sequence[ReadRow]:
+        found = await read_invoices(reads, tenant.id, ids)
+        return [invoice for invoice, _ in found] + [line for _, lines in found for line in lines]
+
+    rows = await agree(database, invoices)
+    assert any(isinstance(value, Decimal) for row in rows for value in row)

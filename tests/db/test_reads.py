@@ -3,14 +3,27 @@ and no way to write through them."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 from sqlalchemy import func, insert, select, text
 from sqlalchemy.exc import OperationalError
 
+from tenantplane.apikey.models import ApiKey
+from tenantplane.apikey.repository import find_credential
+from tenantplane.cluster.models import ClusterPhase
+from tenantplane.cluster.repository import (
+    read_cluster,
+    read_clusters,
+    read_connection,
+    read_versions,
+)
 from tenantplane.db.engine import Database
 from tenantplane.db.reads import SqliteReads
+from tenantplane.member.repository import find_membership
 from tenantplane.tenant.models import Tenant
 from tests.factories import Factory
+from tests.reads import agree, listed
 
 TENANT_COUNT = select(func.count()).select_from(Tenant)
 
@@ -47,7 +60,7 @@ async def test_nothing_can_be_written_through_the_reads(
         # PostgreSQL: a snapshot is a READ ONLY transaction.
         with pytest.raises(Exception, match="read-only transaction"):
             await database.reads.snapshot((text("DELETE FROM tenants"), {}))
-    assert (await database.reads.first(TENANT_COUNT, {})) == (1,)
+    assert tuple(await database.reads.first(TENANT_COUNT, {}) or ()) == (1,)
 
 
 async def test_single_reads_open_no_transaction_and_a_snapshot_is_one(
@@ -63,7 +76,38 @@ async def test_single_reads_open_no_transaction_and_a_snapshot_is_one(
         return
     one_statement = text("SELECT transaction_timestamp() = statement_timestamp()")
     # Autocommit: the statement is its own transaction (no BEGIN round trip before it).
-    assert (await database.reads.first(one_statement, {})) == (True,)
+    assert tuple(await database.reads.first(one_statement, {}) or ()) == (True,)
     now = text("SELECT transaction_timestamp()")
     first, second = await database.reads.snapshot((now, {}), (now, {}))
     assert first == second
+
+
+async def test_rows_hold_the_values_and_types_a_session_reads(
+    database: Database, factory: Factory
+) -> None:
+    """On PostgreSQL the plain reads go through psycopg directly, their values converted by
+    SQLAlchemy's processors: UTC timestamps, enums, JSON documents, lists sent as arrays."""
+    tenant = await factory.tenant()
+    await factory.member(tenant.id, "reader@example.com")
+    alpha, beta = [await factory.cluster_row(tenant.id, name) for name in ("alpha", "beta")]
+    await factory.cluster_row(tenant.id, "gamma", phase=ClusterPhase.provisioning)
+    async with database.transaction() as session:
+        key_hash = (await session.execute(select(ApiKey.key_hash).limit(1))).scalar_one()
+
+    assert len(await agree(database, lambda reads: read_versions(reads, tenant.id))) == 3
+    for ids in ([alpha.id, beta.id], [beta.id], []):
+        found = await agree(database, partial(read_clusters, tenant_id=tenant.id, cluster_ids=ids))
+        assert sorted(row.id for row in found) == sorted(ids)
+    for name in ("alpha", "gamma", "missing"):
+        shown = await agree(database, listed(partial(read_cluster, tenant_id=tenant.id, name=name)))
+        assert [row.name for row in shown] == ([] if name == "missing" else [name])
+        await agree(database, listed(partial(read_connection, tenant_id=tenant.id, name=name)))
+    (credential,) = await agree(
+        database, listed(partial(find_credential, key_hashes=[b"other", key_hash]))
+    )
+    assert credential.tenant_name == tenant.name
+    (membership,) = await agree(
+        database,
+        listed(partial(find_membership, tenant_name=tenant.name, email="READER@example.com")),
+    )
+    assert membership.tenant_id == tenant.id

@@ -153,12 +153,18 @@ async def test_no_free_connection_answers_503_instead_of_hanging(
         assert response.status_code == 200, response.text
 
 
-async def test_connections_ended_by_the_server_are_replaced(postgres: Deployment) -> None:
+@pytest.mark.parametrize("read", ["session", "plain"])
+async def test_connections_ended_by_the_server_are_replaced(
+    postgres: Deployment, read: str
+) -> None:
     """A PostgreSQL restart ends every pooled connection. Without a ping on each checkout,
     the first request to use a dead connection may fail (503, retryable); the pool is then
-    replaced and the requests after it are served."""
+    replaced and the requests after it are served. Both pools: the request sessions' and
+    the plain reads' (a polled cluster GET)."""
     tenant = await postgres.factory.tenant()
-    path, headers = f"{tenant.path}/secrets", bearer(tenant.admin_key)
+    await postgres.factory.cluster_row(tenant.id, "prod")
+    path = f"{tenant.path}/secrets" if read == "session" else f"{tenant.path}/clusters/prod"
+    headers = bearer(tenant.admin_key)
     warm = await asyncio.gather(*(postgres.client.get(path, headers=headers) for _ in range(4)))
     assert [response.status_code for response in warm] == [200] * 4
     async with await psycopg.AsyncConnection.connect(_dsn(postgres.url), autocommit=True) as admin:
@@ -175,3 +181,71 @@ async def test_connections_ended_by_the_server_are_replaced(postgres: Deployment
         assert first.json()["code"] == "DATABASE_UNAVAILABLE"
     after = [(await postgres.client.get(path, headers=headers)).status_code for _ in range(4)]
     assert after == [200] * 4
+
+
+async def test_a_poll_behind_an_exclusive_lock_answers_503_busy(postgres: Deployment) -> None:
+    """Plain reads take no row locks, but a table locked exclusively (a migration) holds
+    them up: past the lock timeout the poll answers 503 DATABASE_BUSY, then is served."""
+    tenant = await postgres.factory.tenant()
+    await postgres.factory.cluster_row(tenant.id, "prod")
+    path, headers = f"{tenant.path}/clusters/prod", bearer(tenant.readonly_key)
+    async with await psycopg.AsyncConnection.connect(_dsn(postgres.url)) as migration:
+        await migration.execute("LOCK TABLE clusters IN ACCESS EXCLUSIVE MODE")
+        response = await postgres.client.get(path, headers=headers)
+        assert response.status_code == 503, response.text
+        assert response.json()["code"] == "DATABASE_BUSY"
+        assert int(response.headers["Retry-After"]) >= 1
+        await migration.rollback()
+    assert (await postgres.client.get(path, headers=headers)).status_code == 200
+
+
+async def test_a_poll_with_no_free_read_connection_answers_503(tmp_path: Path) -> None:
+    """The plain reads' own pool, exhausted (its one connection waits behind a lock), makes
+    the next poll answer 503 DATABASE_UNAVAILABLE within the pool timeout, not hang."""
+    with postgres_database("tenantplane_timeouts") as url:
+        await asyncio.to_thread(upgrade, url)
+        database = Database.connect(url)
+        settings = make_settings(
+            url,
+            tmp_path,
+            run_reconcilers=False,
+            db_read_pool_size=1,
+            db_pool_timeout_seconds=0.3,
+            db_lock_timeout_seconds=DEADLINE_SECONDS,
+        )
+        try:
+            factory = Factory(database, TEST_SECRET.encode())
+            tenant = await factory.tenant()
+            await factory.cluster_row(tenant.id, "prod")
+            path, headers = f"{tenant.path}/clusters/prod", bearer(tenant.readonly_key)
+            async with running_app(settings) as app, api_client(app) as client:
+                assert (await client.get(path, headers=headers)).status_code == 200
+                async with await psycopg.AsyncConnection.connect(_dsn(url)) as migration:
+                    await migration.execute("LOCK TABLE clusters IN ACCESS EXCLUSIVE MODE")
+                    waiting = asyncio.create_task(client.get(path, headers=headers))
+                    await _until_waiting_for_lock(url)
+                    response = await client.get(path, headers=headers)
+                    assert response.status_code == 503, response.text
+                    assert response.json()["code"] == "DATABASE_UNAVAILABLE"
+                    await migration.rollback()
+                assert (await waiting).status_code == 200
+                assert (await client.get(path, headers=headers)).status_code == 200
+        finally:
+            await database.dispose()
+
+
+async def _until_waiting_for_lock(url: str) -> None:
+    """Poll until some session of the database waits for a lock (with a deadline)."""
+    loop = asyncio.get_running_loop()
+    give_up = loop.time() + DEADLINE_SECONDS
+    async with await psycopg.AsyncConnection.connect(_dsn(url), autocommit=True) as watcher:
+        while True:
+            cursor = await watcher.execute(
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            )
+            row = await cursor.fetchone()
+            if row is not None and row[0] > 0:
+                return
+            assert loop.time() < give_up, "no session ever waited for the lock"
+            await asyncio.sleep(0.05)

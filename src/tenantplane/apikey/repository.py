@@ -2,13 +2,12 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from datetime import datetime
-from typing import Any
 
-from sqlalchemy import Row, bindparam, delete, func, or_, select, update
+from sqlalchemy import bindparam, delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.apikey.models import ApiKey
-from tenantplane.db.reads import Reads
+from tenantplane.db.reads import ReadRow, Reads
 from tenantplane.tenant.models import Tenant
 
 _CREDENTIAL = (
@@ -29,7 +28,7 @@ _CREDENTIAL = (
 )
 
 
-async def find_credential(reads: Reads, key_hashes: Collection[bytes]) -> Row[Any] | None:
+async def find_credential(reads: Reads, key_hashes: Collection[bytes]) -> ReadRow | None:
     """What authentication needs of the key stored under any of ``key_hashes``, with its
     tenant's name (one indexed lookup, a plain read)."""
     return await reads.first(_CREDENTIAL, {"hashes": list(key_hashes)})

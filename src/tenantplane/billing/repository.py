@@ -36,7 +36,7 @@ from tenantplane.billing.models import (
     ProviderEvent,
 )
 from tenantplane.cluster.models import ClusterHistory, ClusterPhase
-from tenantplane.db.reads import Reads
+from tenantplane.db.reads import ReadRow, Reads
 from tenantplane.tenant.models import Plan, Tenant
 
 # The columns an invoice and its line items show in the API.
@@ -91,7 +91,7 @@ _LINE_ITEMS = (
 _IDS_PER_READ = 500
 
 
-async def read_invoice_versions(reads: Reads, tenant_id: int) -> Sequence[Row[Any]]:
+async def read_invoice_versions(reads: Reads, tenant_id: int) -> Sequence[ReadRow]:
     """(id, resource_version, name, created_at) of the tenant's invoices in listing order:
     by billing period, a final invoice after a regular one of the same start."""
     return await reads.all(_INVOICE_VERSIONS, {"tenant_id": tenant_id})
@@ -99,14 +99,14 @@ async def read_invoice_versions(reads: Reads, tenant_id: int) -> Sequence[Row[An
 
 async def read_invoices(
     reads: Reads, tenant_id: int, invoice_ids: Sequence[int]
-) -> list[tuple[Row[Any], list[Row[Any]]]]:
+) -> list[tuple[ReadRow, list[ReadRow]]]:
     """The tenant's invoices of ``invoice_ids`` as plain rows of the columns the API shows,
     each with its line items in order (an invoice and its lines from one snapshot)."""
-    found: list[tuple[Row[Any], list[Row[Any]]]] = []
+    found: list[tuple[ReadRow, list[ReadRow]]] = []
     for start in range(0, len(invoice_ids), _IDS_PER_READ):
         scope = {"tenant_id": tenant_id, "ids": list(invoice_ids[start : start + _IDS_PER_READ])}
         invoices, line_items = await reads.snapshot((_INVOICES, scope), (_LINE_ITEMS, scope))
-        lines: dict[int, list[Row[Any]]] = {row.id: [] for row in invoices}
+        lines: dict[int, list[ReadRow]] = {row.id: [] for row in invoices}
         for line in line_items:
             lines[line.invoice_id].append(line)
         found.extend((invoice, lines[invoice.id]) for invoice in invoices)

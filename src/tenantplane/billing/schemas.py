@@ -8,12 +8,12 @@ from decimal import Decimal
 from typing import Any
 
 from pydantic import Field
-from sqlalchemy import Row
 
 from tenantplane.billing.models import Invoice, InvoiceLineItem
 from tenantplane.billing.pricing import PlanPrices
 from tenantplane.catalogue.plans import PlanLimits
 from tenantplane.db.base import rfc3339
+from tenantplane.db.reads import ReadRow
 from tenantplane.http.schemas import OutputModel, UtcDateTime
 
 CENT = Decimal("0.01")
@@ -79,7 +79,7 @@ class InvoiceRead(OutputModel):
         )
 
 
-def invoice_document(invoice: Row[Any], lines: list[Row[Any]]) -> dict[str, Any]:
+def invoice_document(invoice: ReadRow, lines: list[ReadRow]) -> dict[str, Any]:
     """``InvoiceRead.of(...)`` as JSON, built straight from a listing's plain rows (the same
     fields in the same order; tests/billing/test_list_item_shapes.py compares them)."""
     return {
@@ -107,7 +107,7 @@ def invoice_document(invoice: Row[Any], lines: list[Row[Any]]) -> dict[str, Any]
     }
 
 
-def line_item(line: InvoiceLineItem | Row[Any]) -> dict[str, Any]:
+def line_item(line: InvoiceLineItem | ReadRow) -> dict[str, Any]:
     item = {
         "kind": line.kind,
         "description": line.description,

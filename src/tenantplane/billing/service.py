@@ -8,7 +8,6 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import orjson
-from sqlalchemy import Row
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.billing.models import BillingProfile, CreditEntry, Invoice, InvoicePhase
@@ -19,7 +18,7 @@ from tenantplane.billing.repository import (
 )
 from tenantplane.billing.schemas import invoice_document
 from tenantplane.db.base import utcnow
-from tenantplane.db.reads import Reads
+from tenantplane.db.reads import ReadRow, Reads
 from tenantplane.http.documents import EncodedDocuments
 from tenantplane.http.errors import ApiError, Conflict, NotFound, ValidationFailed
 from tenantplane.providers.payment import (
@@ -64,7 +63,7 @@ async def invoice_listing(
 ) -> list[orjson.Fragment]:
     """The tenant's invoices as the API shows them, encoded (http/documents.py)."""
 
-    async def read(ids: list[int]) -> list[tuple[Row[Any], dict[str, Any]]]:
+    async def read(ids: list[int]) -> list[tuple[ReadRow, dict[str, Any]]]:
         found = await read_invoices(reads, tenant_id, ids)
         return [(invoice, invoice_document(invoice, lines)) for invoice, lines in found]
 

@@ -2,13 +2,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from sqlalchemy import Row, Select, bindparam, func, select
+from sqlalchemy import Select, bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.cluster.models import Cluster, ClusterHistory
-from tenantplane.db.reads import Reads
+from tenantplane.db.reads import ReadRow, Reads
 from tenantplane.tenant.models import Tenant
 
 
@@ -66,7 +65,7 @@ _CONNECTION = select(Cluster.phase, Cluster.endpoint, Cluster.certificate_author
 )
 
 
-async def read_versions(reads: Reads, tenant_id: int) -> Sequence[Row[Any]]:
+async def read_versions(reads: Reads, tenant_id: int) -> Sequence[ReadRow]:
     """(id, resource_version, name, created_at) of the tenant's clusters, in listing order.
     A tenant has at most its plan's limit of clusters (250)."""
     return await reads.all(_VERSIONS, {"tenant_id": tenant_id})
@@ -74,17 +73,17 @@ async def read_versions(reads: Reads, tenant_id: int) -> Sequence[Row[Any]]:
 
 async def read_clusters(
     reads: Reads, tenant_id: int, cluster_ids: Sequence[int]
-) -> Sequence[Row[Any]]:
+) -> Sequence[ReadRow]:
     """The tenant's clusters of ``cluster_ids`` as plain rows of the columns the API shows."""
     return await reads.all(_BY_IDS, {"tenant_id": tenant_id, "ids": list(cluster_ids)})
 
 
-async def read_cluster(reads: Reads, tenant_id: int, name: str) -> Row[Any] | None:
+async def read_cluster(reads: Reads, tenant_id: int, name: str) -> ReadRow | None:
     """One cluster as a plain row of the columns the API shows."""
     return await reads.first(_ONE_SHOWN, {"tenant_id": tenant_id, "name": name})
 
 
-async def read_connection(reads: Reads, tenant_id: int, name: str) -> Row[Any] | None:
+async def read_connection(reads: Reads, tenant_id: int, name: str) -> ReadRow | None:
     """What a kubeconfig needs of one cluster, and its phase."""
     return await reads.first(_CONNECTION, {"tenant_id": tenant_id, "name": name})
 

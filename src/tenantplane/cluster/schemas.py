@@ -3,11 +3,11 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from pydantic import Field, StrictBool, ValidationInfo, field_validator
-from sqlalchemy import Row
 
 from tenantplane.cluster.models import Cluster
 from tenantplane.cluster.quantity import BYTE_UNIT, CPU_UNIT, QuantityError, positive_amount
 from tenantplane.db.base import rfc3339
+from tenantplane.db.reads import ReadRow
 from tenantplane.http.names import ResourceName
 from tenantplane.http.schemas import InputModel, OutputModel, UtcDateTime
 from tenantplane.http.text import DisplayText
@@ -158,7 +158,7 @@ class VersionList(OutputModel):
     items: list[VersionRead]
 
 
-def cluster_document(cluster: Row[Any]) -> dict[str, Any]:
+def cluster_document(cluster: ReadRow) -> dict[str, Any]:
     """``ClusterRead.of(...)`` as JSON, built straight from a listing's plain row (the same
     fields in the same order, ``haEnabledAt`` left out until set; the list item shape test
     compares them with the single GET)."""

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from sqlalchemy import Row
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -43,7 +42,7 @@ from tenantplane.cluster.schemas import (
 )
 from tenantplane.cluster.status import upgrade_requested
 from tenantplane.db.base import utcnow
-from tenantplane.db.reads import Reads
+from tenantplane.db.reads import ReadRow, Reads
 from tenantplane.http.documents import EncodedDocuments
 from tenantplane.http.errors import (
     ApiError,
@@ -258,7 +257,7 @@ async def cluster_listing(
 ) -> list[orjson.Fragment]:
     """The tenant's clusters as the API shows them, encoded (http/documents.py)."""
 
-    async def read(ids: list[int]) -> list[tuple[Row[Any], dict[str, Any]]]:
+    async def read(ids: list[int]) -> list[tuple[ReadRow, dict[str, Any]]]:
         return [(row, cluster_document(row)) for row in await read_clusters(reads, tenant_id, ids)]
 
     return await documents.listing("cluster", await read_versions(reads, tenant_id), read)

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import (
@@ -31,8 +30,9 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.pool import AsyncAdaptedQueuePool
 
-from tenantplane.db.reads import PooledReads, Reads, SqliteReads, sqlite_read_url
-from tenantplane.db.urls import normalise_database_url
+from tenantplane.db.postgres_reads import PostgresReads
+from tenantplane.db.reads import EngineReads, Reads, SqliteReads, sqlite_read_url
+from tenantplane.db.urls import libpq_dsn, normalise_database_url
 from tenantplane.files import create_private
 
 if TYPE_CHECKING:
@@ -67,6 +67,11 @@ class DatabaseOptions:
             statement_timeout_seconds=settings.db_statement_timeout_seconds,
             idle_in_transaction_timeout_seconds=settings.db_idle_in_transaction_timeout_seconds,
         )
+
+    @property
+    def connect_timeout_seconds(self) -> int:
+        """libpq's: an unreachable server fails within the pool timeout too (at least 2 s)."""
+        return max(2, math.ceil(self.pool_timeout_seconds))
 
     def postgres_session_options(self) -> str:
         """libpq ``options``: the timeouts, set on every pooled connection as it opens."""
@@ -135,28 +140,16 @@ def _read_or_set_wal(database: Path, timeout_seconds: float) -> str:
         connection.close()
 
 
-def make_engine(
-    url: str, settings: DatabaseOptions | None = None, *, autocommit: bool = False
-) -> AsyncEngine:
-    """The engine of ``url``; ``autocommit`` (PostgreSQL): the plain reads' own small pool,
-    whose connections never open a transaction unless asked (db/reads.py)."""
+def make_engine(url: str, settings: DatabaseOptions | None = None) -> AsyncEngine:
+    """The engine of ``url``: the pool of sessions and transactions."""
     settings = settings or DatabaseOptions()
     url = normalise_database_url(url)
     parsed = make_url(url)
     pooled: dict[str, Any] = {
-        "pool_size": settings.read_pool_size if autocommit else settings.pool_size,
-        "max_overflow": 0 if autocommit else settings.max_overflow,
+        "pool_size": settings.pool_size,
+        "max_overflow": settings.max_overflow,
         "pool_timeout": settings.pool_timeout_seconds,
     }
-    if autocommit:
-        # Set once per connection, not on each checkout; nothing to roll back on return. The
-        # JSON columns these reads return (cluster status, invoice conditions) are the
-        # service's own documents: orjson decodes them several times faster.
-        pooled.update(
-            isolation_level="AUTOCOMMIT",
-            pool_reset_on_return=None,
-            json_deserializer=orjson.loads,
-        )
     options: dict[str, Any] = {}
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database
@@ -178,7 +171,7 @@ def make_engine(
             connect_args={
                 "options": settings.postgres_session_options(),
                 # An unreachable server fails within the pool timeout too (libpq: >= 2 s).
-                "connect_timeout": max(2, math.ceil(settings.pool_timeout_seconds)),
+                "connect_timeout": settings.connect_timeout_seconds,
             },
         )
     engine = create_async_engine(url, **options)
@@ -205,7 +198,7 @@ class Database:
             engine,
             async_sessionmaker(engine, expire_on_commit=False),
             async_sessionmaker(reading, expire_on_commit=False),
-            _plain_reads(engine, url, options),
+            _plain_reads(engine, options),
         )
 
     @classmethod
@@ -227,11 +220,19 @@ class Database:
         await self.engine.dispose()
 
 
-def _plain_reads(engine: AsyncEngine, url: str, options: DatabaseOptions | None) -> Reads:
+def _plain_reads(engine: AsyncEngine, options: DatabaseOptions | None) -> Reads:
     if engine.dialect.name != "sqlite":
-        return PooledReads.of_postgres(make_engine(url, options, autocommit=True))
+        options = options or DatabaseOptions()
+        return PostgresReads(
+            libpq_dsn(engine.url.render_as_string(hide_password=False)),
+            engine.dialect,
+            size=options.read_pool_size,
+            timeout_seconds=options.pool_timeout_seconds,
+            connect_timeout_seconds=options.connect_timeout_seconds,
+            session_options=options.postgres_session_options(),
+        )
     if engine.url.database in (None, "", ":memory:"):
         # An in-memory database exists in its one connection: read through the same engine,
         # without the write lock.
-        return PooledReads(engine.execution_options(**{READ_ONLY: True}))
+        return EngineReads(engine.execution_options(**{READ_ONLY: True}))
     return SqliteReads.of_file(sqlite_read_url(engine.url.render_as_string(False)))

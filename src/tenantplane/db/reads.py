@@ -12,8 +12,9 @@ ROLLBACK). So reads take the shortest path each backend allows:
   connections are ``query_only``: they cannot write even by mistake. A connection is checked
   out, used and returned within one call (never across an ``await``), so the loop's thread
   holds at most one and the pool can never make the loop wait.
-- PostgreSQL: its own small pool of autocommit connections: a statement is one round trip and
-  sees the last commit. ``snapshot`` reads (several statements that must agree) run in one
+- PostgreSQL: psycopg's own small pool of autocommit, read-only connections, the statements
+  compiled once by SQLAlchemy (db/postgres_reads.py): a statement is one round trip and sees
+  the last commit. ``snapshot`` reads (several statements that must agree) run in one
   read-only REPEATABLE READ transaction.
 
 Statements are built once, at import, with named ``bindparam``s, and executed with their
@@ -27,11 +28,11 @@ inside its transaction and under its locks; these are for answering GETs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 import orjson
-from sqlalchemy import Engine, Row, create_engine, event
+from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.pool import QueuePool
@@ -47,16 +48,25 @@ _SQLITE_READ_BUSY_MS = 250
 Parameters = Mapping[str, Any]
 
 
+class ReadRow(Protocol):
+    """A row read by its columns' names (``row.name``) or positions: SQLAlchemy's ``Row``,
+    or a named tuple of the same values (PostgreSQL)."""
+
+    def __getattr__(self, name: str) -> Any: ...
+
+    def __getitem__(self, index: int) -> Any: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
 class Reads(Protocol):
-    async def first(self, statement: Executable, parameters: Parameters) -> Row[Any] | None:
+    async def first(self, statement: Executable, parameters: Parameters) -> ReadRow | None:
         """The first row of ``statement`` with ``parameters``, or None."""
 
-    async def all(self, statement: Executable, parameters: Parameters) -> Sequence[Row[Any]]:
+    async def all(self, statement: Executable, parameters: Parameters) -> Sequence[ReadRow]:
         """Every row of ``statement`` with ``parameters``."""
 
-    async def snapshot(
-        self, *statements: tuple[Executable, Parameters]
-    ) -> list[Sequence[Row[Any]]]:
+    async def snapshot(self, *statements: tuple[Executable, Parameters]) -> list[Sequence[ReadRow]]:
         """The rows of each statement, all read from one consistent snapshot."""
 
     async def dispose(self) -> None:
@@ -81,17 +91,15 @@ class SqliteReads:
         event.listen(engine, "connect", _read_only_connection)
         return cls(engine)
 
-    async def first(self, statement: Executable, parameters: Parameters) -> Row[Any] | None:
+    async def first(self, statement: Executable, parameters: Parameters) -> ReadRow | None:
         with self.engine.connect() as connection:
             return connection.execute(statement, parameters).first()
 
-    async def all(self, statement: Executable, parameters: Parameters) -> Sequence[Row[Any]]:
+    async def all(self, statement: Executable, parameters: Parameters) -> Sequence[ReadRow]:
         with self.engine.connect() as connection:
             return connection.execute(statement, parameters).all()
 
-    async def snapshot(
-        self, *statements: tuple[Executable, Parameters]
-    ) -> list[Sequence[Row[Any]]]:
+    async def snapshot(self, *statements: tuple[Executable, Parameters]) -> list[Sequence[ReadRow]]:
         with self.engine.connect() as connection:
             connection.exec_driver_sql("BEGIN")
             try:
@@ -112,29 +120,23 @@ def _read_only_connection(dbapi_connection: Any, _: Any) -> None:
     cursor.close()
 
 
-class PooledReads:
-    """Reads over a pool of autocommit connections (PostgreSQL; see the module)."""
+class EngineReads:
+    """Reads through an engine's own connections: an in-memory SQLite database, which exists
+    only in its one connection (tests, ``--database sqlite://``)."""
 
-    def __init__(self, engine: AsyncEngine, **snapshot_options: Any) -> None:
+    def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
-        self._snapshots = engine.execution_options(**snapshot_options)
 
-    @classmethod
-    def of_postgres(cls, engine: AsyncEngine) -> PooledReads:
-        return cls(engine, isolation_level="REPEATABLE READ", postgresql_readonly=True)
-
-    async def first(self, statement: Executable, parameters: Parameters) -> Row[Any] | None:
+    async def first(self, statement: Executable, parameters: Parameters) -> ReadRow | None:
         async with self.engine.connect() as connection:
             return (await connection.execute(statement, parameters)).first()
 
-    async def all(self, statement: Executable, parameters: Parameters) -> Sequence[Row[Any]]:
+    async def all(self, statement: Executable, parameters: Parameters) -> Sequence[ReadRow]:
         async with self.engine.connect() as connection:
             return (await connection.execute(statement, parameters)).all()
 
-    async def snapshot(
-        self, *statements: tuple[Executable, Parameters]
-    ) -> list[Sequence[Row[Any]]]:
-        async with self._snapshots.connect() as connection, connection.begin():
+    async def snapshot(self, *statements: tuple[Executable, Parameters]) -> list[Sequence[ReadRow]]:
+        async with self.engine.connect() as connection, connection.begin():
             return [(await connection.execute(*statement)).all() for statement in statements]
 
     async def dispose(self) -> None:

@@ -29,6 +29,11 @@ def normalise_database_url(url: str) -> str:
     )
 
 
+def libpq_dsn(url: str) -> str:
+    """The URL as libpq takes it (psycopg's own connections: plain reads, LISTEN)."""
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
 def display_url(url: str) -> str:
     """For logs and the console: the password is masked."""
     return make_url(url).render_as_string(hide_password=True)

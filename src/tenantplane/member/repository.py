@@ -1,12 +1,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from sqlalchemy import Row, bindparam, func, select, update
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tenantplane.db.reads import Reads
+from tenantplane.db.reads import ReadRow, Reads
 from tenantplane.member.models import Member, Role
 from tenantplane.tenant.models import Tenant
 
@@ -17,7 +16,7 @@ _MEMBERSHIP = (
 )
 
 
-async def find_membership(reads: Reads, tenant_name: str, email: str) -> Row[Any] | None:
+async def find_membership(reads: Reads, tenant_name: str, email: str) -> ReadRow | None:
     """The tenant's id and the member's role and email, if ``email`` is a member of the tenant
     named ``tenant_name`` (a plain read)."""
     return await reads.first(_MEMBERSHIP, {"tenant": tenant_name, "email": email.lower()})

@@ -11,17 +11,13 @@ import asyncio
 from collections.abc import Callable
 
 import structlog
-from sqlalchemy.engine import make_url
 
+from tenantplane.db.urls import libpq_dsn
 from tenantplane.reconcile.hints import NOTIFY_CHANNEL
 
 log = structlog.get_logger(__name__)
 
 Wake = Callable[[str], None]
-
-
-def _dsn(url: str) -> str:
-    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
 async def _listen_psycopg(dsn: str, wake: Wake, ready: asyncio.Event) -> None:
@@ -36,7 +32,7 @@ async def _listen_psycopg(dsn: str, wake: Wake, ready: asyncio.Event) -> None:
 
 async def listen(url: str, wake: Wake, ready: asyncio.Event | None = None) -> None:
     """Call ``wake(name)`` for every hint from any process, until cancelled."""
-    dsn = _dsn(url)
+    dsn = libpq_dsn(url)
     ready = ready or asyncio.Event()
     delay = 0.5
     while True:

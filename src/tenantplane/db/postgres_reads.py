@@ -1,0 +1,266 @@
+"""Plain reads on PostgreSQL: psycopg's own pool, statements compiled once by SQLAlchemy.
+
+A plain read (db/reads.py) through SQLAlchemy's asyncio engine costs about three times the
+CPU of the same statement sent with psycopg directly (bench/RESULTS.md): each execute runs
+in a greenlet of its own, the pooled connection is checked out and returned through two
+more, and the result's description is rebuilt on every row set. For the handful of
+statements that answer polls, that adaptation was the larger part of a request.
+
+So these statements take the direct path, and SQLAlchemy still does what it is good at:
+each statement is compiled once, by the engine's own dialect, into the SQL psycopg sends;
+its bind values are prepared, and its result values converted (UTC timestamps, enums,
+decimal strings), by the very processors the dialect gives the column types. Rows come
+back as named tuples, read by column name like SQLAlchemy's rows.
+
+Errors are raised as SQLAlchemy's (``DBAPIError`` and its pool ``TimeoutError``), so they
+are classified and answered exactly like any other database error (db/errors.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections import namedtuple
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import orjson
+import psycopg
+from psycopg.types.json import set_json_loads
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+from sqlalchemy.engine import Dialect
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as SqlAlchemyPoolTimeout
+from sqlalchemy.sql import ColumnElement, Executable
+from sqlalchemy.sql.compiler import SQLCompiler
+
+from tenantplane.db.reads import Parameters, ReadRow
+
+# Statements are module constants; ad-hoc ones (tests, the console) are compiled again when
+# they fall out of this many.
+_PREPARED_LIMIT = 256
+# A statement whose values are to be sent as one array: SQLAlchemy renders an "expanding"
+# IN list at execution time; PostgreSQL takes the list as one parameter with = ANY.
+_EXPANDING_IN = " IN (__[POSTCOMPILE_{name}])"
+_NOT_PORTABLE = re.compile(r"__\[POSTCOMPILE_")
+
+Processor = Callable[[Any], Any]
+
+
+@dataclass
+class _Prepared:
+    """One statement as psycopg sends it, with its bind and result conversions."""
+
+    statement: Executable
+    sql: str
+    compiled: SQLCompiler
+    binds: dict[str, tuple[Processor | None, bool]]
+    # Built from the first result's description (the processors depend on the column's
+    # server type, as SQLAlchemy's do).
+    rows: Callable[[Sequence[Any]], ReadRow] | None = field(default=None)
+
+    def parameters(self, values: Parameters) -> dict[str, Any]:
+        bound = dict(self.compiled.construct_params(dict(values)))
+        for name, (processor, expanding) in self.binds.items():
+            if processor is None or name not in bound:
+                continue
+            value = bound[name]
+            bound[name] = [processor(item) for item in value] if expanding else processor(value)
+        return bound
+
+    def row_maker(
+        self, description: Sequence[psycopg.Column], dialect: Dialect
+    ) -> Callable[[Sequence[Any]], ReadRow]:
+        if self.rows is None:
+            self.rows = _row_maker(self.statement, description, dialect)
+        return self.rows
+
+
+def _row_maker(
+    statement: Executable, description: Sequence[psycopg.Column], dialect: Dialect
+) -> Callable[[Sequence[Any]], ReadRow]:
+    # A named tuple per statement, of the names the server sent (so: typed loosely).
+    names = [column.name for column in description]
+    row_type: Any = namedtuple("Row", names, rename=True)  # type: ignore[misc]
+    processors: list[Processor | None] = [None] * len(description)
+    selected = _selected(statement)
+    if len(selected) == len(description):
+        for index, (column, sent) in enumerate(zip(selected, description, strict=True)):
+            implementation = column.type.dialect_impl(dialect)
+            processors[index] = implementation.result_processor(dialect, sent.type_code)
+    as_row = cast(Callable[[Sequence[Any]], ReadRow], row_type._make)
+    if not any(processors):
+        return as_row
+
+    def make(values: Sequence[Any]) -> ReadRow:
+        converted = [
+            value if convert is None else convert(value)
+            for value, convert in zip(values, processors, strict=True)
+        ]
+        return as_row(converted)
+
+    return make
+
+
+def _selected(statement: Executable) -> Sequence[ColumnElement[Any]]:
+    """The typed columns of a SELECT (a ``text()`` statement has none: values as sent)."""
+    selected = getattr(statement, "selected_columns", None)
+    return list(selected) if selected is not None else []
+
+
+def _prepare(statement: Executable, dialect: Dialect) -> _Prepared:
+    compiled = statement.compile(dialect=dialect)  # type: ignore[attr-defined]
+    assert isinstance(compiled, SQLCompiler)
+    sql = compiled.string
+    binds: dict[str, tuple[Processor | None, bool]] = {}
+    for name, bind in compiled.binds.items():
+        if bind.expanding:
+            rendered = _EXPANDING_IN.format(name=name)
+            if rendered not in sql:
+                raise ValueError(f"{name!r}: only 'column IN (list)' is read as a list")
+            sql = sql.replace(rendered, f" = ANY(%({name})s)")
+        binds[name] = (bind.type.dialect_impl(dialect).bind_processor(dialect), bind.expanding)
+    if _NOT_PORTABLE.search(sql):
+        raise ValueError("a statement rendered at execution time cannot be a plain read")
+    return _Prepared(statement, sql, compiled, binds)
+
+
+class PostgresReads:
+    """Reads over psycopg's pool of autocommit, read-only connections (see the module)."""
+
+    def __init__(
+        self,
+        dsn: str,
+        dialect: Dialect,
+        *,
+        size: int,
+        timeout_seconds: float,
+        connect_timeout_seconds: int,
+        session_options: str,
+    ) -> None:
+        self.dialect = dialect
+        self._dsn = dsn
+        self._size = size
+        self._timeout = timeout_seconds
+        # Every transaction of these connections is read-only: a write cannot go through them
+        # even by mistake.
+        self._connect = {
+            "autocommit": True,
+            "connect_timeout": connect_timeout_seconds,
+            "options": f"{session_options} -c default_transaction_read_only=on".strip(),
+        }
+        self._prepared: dict[int, _Prepared] = {}
+        self._pool: AsyncConnectionPool | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        # Called with the SQL of each statement before it is sent (tests count them).
+        self.listeners: list[Callable[[str], None]] = []
+
+    async def first(self, statement: Executable, parameters: Parameters) -> ReadRow | None:
+        rows = await self._run([(statement, parameters)], single=True)
+        return rows[0][0] if rows[0] else None
+
+    async def all(self, statement: Executable, parameters: Parameters) -> Sequence[ReadRow]:
+        return (await self._run([(statement, parameters)]))[0]
+
+    async def snapshot(self, *statements: tuple[Executable, Parameters]) -> list[Sequence[ReadRow]]:
+        return await self._run(list(statements), snapshot=True)
+
+    async def dispose(self) -> None:
+        pool, self._pool, self._loop = self._pool, None, None
+        if pool is not None:
+            await pool.close()
+
+    async def _run(
+        self,
+        statements: list[tuple[Executable, Parameters]],
+        *,
+        single: bool = False,
+        snapshot: bool = False,
+    ) -> list[Sequence[ReadRow]]:
+        prepared = [(self._prepared_of(statement), values) for statement, values in statements]
+        async with self._connection() as connection:
+            if snapshot:
+                async with connection.transaction():
+                    return [await self._rows(connection, *one) for one in prepared]
+            return [await self._rows(connection, *one, single=single) for one in prepared]
+
+    async def _rows(
+        self,
+        connection: psycopg.AsyncConnection[Any],
+        prepared: _Prepared,
+        values: Parameters,
+        *,
+        single: bool = False,
+    ) -> Sequence[ReadRow]:
+        for listener in self.listeners:
+            listener(prepared.sql)
+        try:
+            cursor = await connection.execute(prepared.sql, prepared.parameters(values))
+            if cursor.description is None:
+                return []
+            make = prepared.row_maker(cursor.description, self.dialect)
+            if single:
+                found = await cursor.fetchone()
+                return [] if found is None else [make(found)]
+            return [make(row) for row in await cursor.fetchall()]
+        except psycopg.Error as exc:
+            if connection.broken:
+                # The server ended the connection (a restart): check the idle ones now, so
+                # one request, not one per pooled connection, learns of it.
+                await self._opened_pool().check()
+            raise DBAPIError.instance(
+                prepared.sql,
+                dict(values),
+                exc,
+                psycopg.Error,
+                connection_invalidated=connection.broken,
+                dialect=self.dialect,
+            ) from exc
+
+    def _prepared_of(self, statement: Executable) -> _Prepared:
+        prepared = self._prepared.get(id(statement))
+        if prepared is None or prepared.statement is not statement:
+            if len(self._prepared) >= _PREPARED_LIMIT:
+                self._prepared.pop(next(iter(self._prepared)))
+            prepared = self._prepared[id(statement)] = _prepare(statement, self.dialect)
+        return prepared
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        pool = self._opened_pool()
+        await pool.open()
+        try:
+            async with pool.connection() as connection:
+                yield connection
+        except PoolTimeout as exc:
+            raise SqlAlchemyPoolTimeout(
+                f"no plain-read connection within {self._timeout:g} s"
+            ) from exc
+
+    def _opened_pool(self) -> AsyncConnectionPool:
+        loop = asyncio.get_running_loop()
+        if self._pool is None or self._loop is not loop:
+            # A pool belongs to the event loop that opened it (a CLI command runs its own).
+            self._pool = AsyncConnectionPool(
+                self._dsn,
+                min_size=self._size,
+                max_size=self._size,
+                timeout=self._timeout,
+                kwargs=self._connect,
+                configure=_configure,
+                open=False,
+                name="plain-reads",
+            )
+            self._loop = loop
+        return self._pool
+
+
+async def _configure(connection: psycopg.AsyncConnection[Any]) -> None:
+    # A snapshot (several statements that must agree) is one REPEATABLE READ transaction; a
+    # single statement runs outside any (autocommit), so this is all it changes.
+    await connection.set_isolation_level(psycopg.IsolationLevel.REPEATABLE_READ)
+    # The JSON columns these reads return are the service's own documents: orjson decodes
+    # them several times faster than the standard library.
+    set_json_loads(orjson.loads, connection)
