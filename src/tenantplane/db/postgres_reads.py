@@ -44,7 +44,7 @@ _PREPARED_LIMIT = 256
 # A statement whose values are to be sent as one array: SQLAlchemy renders an "expanding"
 # IN list at execution time; PostgreSQL takes the list as one parameter with = ANY.
 _EXPANDING_IN = " IN (__[POSTCOMPILE_{name}])"
-_NOT_PORTABLE = re.compile(r"__\[POSTCOMPILE_")
+_RENDERED_LATER = re.compile(r"__\[POSTCOMPILE_")
 
 Processor = Callable[[Any], Any]
 
@@ -71,9 +71,14 @@ class _Prepared:
         return bound
 
     def row_maker(
-        self, description: Sequence[psycopg.Column], dialect: Dialect
-    ) -> Callable[[Sequence[Any]], ReadRow]:
+        self, cursor: psycopg.AsyncCursor[Any], dialect: Dialect
+    ) -> Callable[[Sequence[Any]], ReadRow] | None:
+        """How to build this statement's rows; None if it returns none. psycopg builds a
+        cursor's description anew on each access: only the first result reads it."""
         if self.rows is None:
+            description = cursor.description
+            if description is None:
+                return None
             self.rows = _row_maker(self.statement, description, dialect)
         return self.rows
 
@@ -122,7 +127,7 @@ def _prepare(statement: Executable, dialect: Dialect) -> _Prepared:
                 raise ValueError(f"{name!r}: only 'column IN (list)' is read as a list")
             sql = sql.replace(rendered, f" = ANY(%({name})s)")
         binds[name] = (bind.type.dialect_impl(dialect).bind_processor(dialect), bind.expanding)
-    if _NOT_PORTABLE.search(sql):
+    if _RENDERED_LATER.search(sql):
         raise ValueError("a statement rendered at execution time cannot be a plain read")
     return _Prepared(statement, sql, compiled, binds)
 
@@ -198,9 +203,9 @@ class PostgresReads:
             listener(prepared.sql)
         try:
             cursor = await connection.execute(prepared.sql, prepared.parameters(values))
-            if cursor.description is None:
+            make = prepared.row_maker(cursor, self.dialect)
+            if make is None:
                 return []
-            make = prepared.row_maker(cursor.description, self.dialect)
             if single:
                 found = await cursor.fetchone()
                 return [] if found is None else [make(found)]
