@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import httpx
+import orjson
 from fastapi import FastAPI
 
 from tenantplane.cluster.models import ClusterPhase
+from tenantplane.http.documents import EncodedDocuments
 from tests.factories import Factory
 from tests.http_client import bearer, plain_reads_of
 
@@ -55,3 +57,33 @@ async def test_a_cluster_made_again_under_its_name_is_never_answered_from_its_pr
     assert phases(await client.get(path, headers=headers)) == {}
     await factory.cluster_row(tenant.id, "web", phase=ClusterPhase.provisioning)
     assert phases(await client.get(path, headers=headers)) == {"web": "Provisioning"}
+
+
+class Listed(NamedTuple):
+    id: int
+    resource_version: int
+    name: str
+    created_at: str
+
+
+async def test_a_resource_changed_between_its_listing_and_its_read_is_answered_not_kept() -> None:
+    documents = EncodedDocuments()
+    reads: list[list[int]] = []
+    current = {"resource_version": 2}
+
+    async def read(ids: list[int]) -> list[tuple[Any, dict[str, Any]]]:
+        reads.append(ids)
+        row = Listed(7, current["resource_version"], "web", "2026-11-24 04:00:00")
+        return [(row, {"name": "web", "resourceVersion": str(row.resource_version)})]
+
+    listed_v1 = [Listed(7, 1, "web", "2026-11-24 04:00:00")]
+    # Listed at version 1, read at version 2: the newer document is answered...
+    answered = await documents.listing("cluster", listed_v1, read)
+    assert orjson.loads(orjson.dumps(answered)) == [{"name": "web", "resourceVersion": "2"}]
+    # ...but not kept under version 1's key, nor under version 2's (not listed yet).
+    assert len(documents) == 0
+    listed_v2 = [Listed(7, 2, "web", "2026-11-24 04:00:00")]
+    await documents.listing("cluster", listed_v2, read)
+    assert len(documents) == 1
+    await documents.listing("cluster", listed_v2, read)
+    assert reads == [[7], [7]]  # the third listing was answered from the kept document

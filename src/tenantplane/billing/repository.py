@@ -36,7 +36,7 @@ from tenantplane.billing.models import (
     ProviderEvent,
 )
 from tenantplane.cluster.models import ClusterHistory, ClusterPhase
-from tenantplane.db.reads import ReadRow, Reads
+from tenantplane.db.reads import ReadRow, Reads, as_stored
 from tenantplane.tenant.models import Plan, Tenant
 
 # The columns an invoice and its line items show in the API.
@@ -74,7 +74,7 @@ _OF_TENANT = Invoice.tenant_id == bindparam("tenant_id")
 _WITH_IDS = Invoice.id.in_(bindparam("ids", expanding=True))
 # A listing's first read: what says whether a kept document is still the invoice's own.
 _INVOICE_VERSIONS = (
-    select(Invoice.id, Invoice.resource_version, Invoice.name, Invoice.created_at)
+    select(Invoice.id, Invoice.resource_version, Invoice.name, as_stored(Invoice.created_at))
     .where(_OF_TENANT)
     .order_by(Invoice.period_start, Invoice.period_end, Invoice.kind.desc(), Invoice.id)
 )
@@ -92,7 +92,8 @@ _IDS_PER_READ = 500
 
 
 async def read_invoice_versions(reads: Reads, tenant_id: int) -> Sequence[ReadRow]:
-    """(id, resource_version, name, created_at) of the tenant's invoices in listing order:
+    """(id, resource_version, name, created_at as stored) of the tenant's invoices in
+    listing order (http/documents.py):
     by billing period, a final invoice after a regular one of the same start."""
     return await reads.all(_INVOICE_VERSIONS, {"tenant_id": tenant_id})
 

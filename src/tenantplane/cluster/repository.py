@@ -7,7 +7,7 @@ from sqlalchemy import Select, bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.cluster.models import Cluster, ClusterHistory
-from tenantplane.db.reads import ReadRow, Reads
+from tenantplane.db.reads import ReadRow, Reads, as_stored
 from tenantplane.tenant.models import Tenant
 
 
@@ -56,7 +56,7 @@ _SHOWN = select(Cluster.id, *(getattr(Cluster, column) for column in CLUSTER_LIS
 _ONE_SHOWN = _SHOWN.where(_NAMED)
 _BY_IDS = _SHOWN.where(Cluster.id.in_(bindparam("ids", expanding=True)))
 _VERSIONS = (
-    select(Cluster.id, Cluster.resource_version, Cluster.name, Cluster.created_at)
+    select(Cluster.id, Cluster.resource_version, Cluster.name, as_stored(Cluster.created_at))
     .where(_OF_TENANT)
     .order_by(Cluster.created_at, Cluster.id)
 )
@@ -66,7 +66,8 @@ _CONNECTION = select(Cluster.phase, Cluster.endpoint, Cluster.certificate_author
 
 
 async def read_versions(reads: Reads, tenant_id: int) -> Sequence[ReadRow]:
-    """(id, resource_version, name, created_at) of the tenant's clusters, in listing order.
+    """(id, resource_version, name, created_at as stored) of the tenant's clusters, in
+    listing order (http/documents.py).
     A tenant has at most its plan's limit of clusters (250)."""
     return await reads.all(_VERSIONS, {"tenant_id": tenant_id})
 

@@ -32,11 +32,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 import orjson
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import ColumnElement, Engine, create_engine, event, type_coerce
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.orm import QueryableAttribute
 from sqlalchemy.pool import QueuePool
 from sqlalchemy.sql import Executable
+from sqlalchemy.types import NullType
 
 # The loop's thread uses one connection at a time; other threads (the CLI's, tests') a few.
 _SQLITE_READ_POOL = {"pool_size": 2, "max_overflow": 6, "pool_timeout": 5.0}
@@ -57,6 +59,12 @@ class ReadRow(Protocol):
     def __getitem__(self, index: int) -> Any: ...
 
     def __iter__(self) -> Iterator[Any]: ...
+
+
+def as_stored(column: QueryableAttribute[Any]) -> ColumnElement[Any]:
+    """``column`` as the driver returns it, without its type's conversion (a value compared,
+    never shown: a timestamp is not parsed into a datetime), under its own name."""
+    return type_coerce(column, NullType()).label(column.key)
 
 
 class Reads(Protocol):

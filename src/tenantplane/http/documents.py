@@ -4,7 +4,8 @@ A list that pollers read again and again (a tenant's clusters, its invoice histo
 of resources that mostly have not changed since the last poll, yet every poll would build
 and encode all of them: 120 invoices with 360 line items were ~25 ms of CPU per request.
 A listing reads each resource's (id, resourceVersion, name, createdAt) and reuses the
-document encoded for exactly that; only new or changed resources are read in full. Every
+document encoded for exactly that; only new or changed resources are read in full. The
+versions are keys, never shown: their creation time is read as stored, not converted. Every
 change to these resources bumps their resourceVersion (ORM versioning and the Core updates
 alike), so a kept document is never stale; name and creation time are part of the key, so a
 row id reused after a deletion can never bring back another resource's document.
@@ -65,15 +66,17 @@ class EncodedDocuments:
         """The documents of the ``listed`` rows (id, resource_version, name, created_at), in
         their order: the kept ones as they are, the others from ``read(ids)`` (each row
         with its document), kept from then on."""
-        kept = {row.id: self.get(_key(kind, row)) for row in listed}
+        keys = {row[0]: (kind, *row) for row in listed}
+        kept = {row_id: self.get(key) for row_id, key in keys.items()}
         missing = [row_id for row_id, document in kept.items() if document is None]
         if missing:
             for row, document in await read(missing):
-                # Changed since it was listed: the newer document is answered.
-                kept[row.id] = self.put(_key(kind, row), document)
+                key = keys[row.id]
+                if row.resource_version == key[2]:
+                    kept[row.id] = self.put(key, document)
+                else:
+                    # Changed since it was listed: the newer document is answered, and kept
+                    # once a listing sees its version.
+                    kept[row.id] = orjson.Fragment(orjson.dumps(document))
         # Deleted since it was listed: left out.
         return [document for document in kept.values() if document is not None]
-
-
-def _key(kind: str, row: Any) -> Hashable:
-    return (kind, row.id, row.resource_version, row.name, row.created_at)
