@@ -96,10 +96,22 @@ class Fetcher:
         expiring = select(func.min(table.c.lock_expires_at)).where(
             table.c.reconcile_at.is_not(None), table.c.lock_token.is_not(None)
         )
+        # One statement: the round trips, not the aggregates, are what this costs.
         async with self.database.sessionmaker() as session:
-            now = await database_now(session)
-            first = (await session.execute(unleased)).scalar()
-            second = (await session.execute(expiring)).scalar()
+            if self.database.is_sqlite:
+                now = await database_now(session)
+                first, second = (
+                    await session.execute(
+                        select(unleased.scalar_subquery(), expiring.scalar_subquery())
+                    )
+                ).one()
+            else:
+                now, first, second = (
+                    await session.execute(
+                        select(func.now(), unleased.scalar_subquery(), expiring.scalar_subquery())
+                    )
+                ).one()
+                now = _aware(now)
         candidates = [_aware(value) for value in (first, second) if value is not None]
         if not candidates:
             return None

@@ -202,6 +202,10 @@ class ReconcilerRunner:
             await wake.wait()
 
     async def _sleep(self, wake: asyncio.Event) -> None:
+        if wake.is_set():
+            # A hint (or a finished row) came while this pass ran: there is work to look
+            # for now, and the next-due query would only bound a wait that will not happen.
+            return
         timeout = self.idle_poll_seconds
         try:
             due = await self.fetcher.seconds_until_due()

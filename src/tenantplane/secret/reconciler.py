@@ -146,12 +146,10 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
 
     async def load(self, session: AsyncSession, row_id: Any) -> SecretView | None:
         repository = SecretRepository.from_session(session)
-        secret = await repository.by_id(row_id)
-        if secret is None:
+        found = await repository.with_tenant_name(row_id)
+        if found is None:
             return None
-        tenant = await repository.tenant_name(secret.tenant_id)
-        if tenant is None:
-            return None
+        secret, tenant = found
         targets = [] if secret.is_deleting else list(secret.sync)
         applied = list(secret.applied)
         clusters = await repository.clusters_for(
@@ -278,32 +276,32 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
     async def apply(
         self, session: AsyncSession, guard: LeaseGuard, snapshot: SecretView, outcome: SyncOutcome
     ) -> None:
-        generation = await SecretRepository.from_session(session).generation_under_lease(
+        current = await SecretRepository.from_session(session).generation_under_lease(
             snapshot.id, guard.lease.token
         )
-        if generation is None:
+        if current is None:
             return  # the lease was lost; a newer pass owns the row
+        generation, now = current
         if snapshot.deleting:
-            await self._apply_deletion(guard, outcome)
+            await self._apply_deletion(guard, outcome, now)
             return
         if generation != snapshot.generation:
             # Desired state changed while we worked: keep what we learnt about copies and
             # let the next pass (already due) compute the status of the new targets.
             await guard.update(applied=outcome.applied)
             return
-        await self._apply_status(guard, snapshot, outcome)
+        await self._apply_status(guard, snapshot, outcome, now)
 
-    async def _apply_deletion(self, guard: LeaseGuard, outcome: SyncOutcome) -> None:
+    async def _apply_deletion(self, guard: LeaseGuard, outcome: SyncOutcome, now: datetime) -> None:
         if not outcome.applied:
             await guard.delete()
             return
-        next_at = await guard.now() + timedelta(seconds=self.retry_seconds)
+        next_at = now + timedelta(seconds=self.retry_seconds)
         await guard.update(applied=outcome.applied, reconcile_at=next_at)
 
     async def _apply_status(
-        self, guard: LeaseGuard, snapshot: SecretView, outcome: SyncOutcome
+        self, guard: LeaseGuard, snapshot: SecretView, outcome: SyncOutcome, now: datetime
     ) -> None:
-        now = await guard.now()
         phase = overall_phase(outcome.statuses)
         if phase is SyncPhase.synced and outcome.removals_pending:
             # Desired state is not reached while a removed target's copy is still there.

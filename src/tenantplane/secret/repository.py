@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
-from sqlalchemy import Select, or_, select, update
+from sqlalchemy import ColumnElement, Select, func, insert, literal, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.cluster.models import Cluster
@@ -42,8 +44,22 @@ class SecretRepository:
             statement = statement.with_for_update()
         return (await self.session.execute(statement)).scalar_one_or_none()
 
-    def add(self, secret: Secret) -> None:
-        self.session.add(secret)
+    async def insert(self, secret: Secret, *, returning: ColumnElement[Any] | None = None) -> None:
+        """Insert ``secret`` as one plain INSERT, leaving the object out of the session: the
+        unit of work would cost more than the statement (a new row has nothing to track).
+        ``returning``: an expression to evaluate in the same statement (a wake-up NOTIFY).
+        Raises IntegrityError when a live secret of the tenant has the name."""
+        table = Secret.__table__
+        # The attributes set on the object; the columns' defaults fill in the rest.
+        values = {
+            column.key: secret.__dict__[column.key]
+            for column in table.columns
+            if column.key in secret.__dict__
+        }
+        statement = insert(Secret).values(values)
+        if returning is not None:
+            statement = statement.returning(returning)
+        await self.session.execute(statement)
 
     async def live_cluster_names(self, tenant_id: int, names: Collection[str]) -> set[str]:
         """Which of ``names`` are clusters of the tenant that are not being deleted."""
@@ -82,12 +98,15 @@ class SecretRepository:
 
     # -- reconciler side: one row, by id --------------------------------------------------
 
-    async def by_id(self, row_id: int) -> Secret | None:
-        return await self.session.get(Secret, row_id)
-
-    async def tenant_name(self, tenant_id: int) -> str | None:
-        statement = select(Tenant.name).where(Tenant.id == tenant_id)
-        return (await self.session.execute(statement)).scalar_one_or_none()
+    async def with_tenant_name(self, row_id: int) -> tuple[Secret, str] | None:
+        """The secret and its tenant's name, in one statement (None: either is gone)."""
+        statement = (
+            select(Secret, Tenant.name)
+            .join(Tenant, Tenant.id == Secret.tenant_id)
+            .where(Secret.id == row_id)
+        )
+        row = (await self.session.execute(statement)).one_or_none()
+        return None if row is None else (row[0], row[1])
 
     async def clusters_for(
         self, tenant_id: int, names: Collection[str], uids: Collection[str]
@@ -101,11 +120,19 @@ class SecretRepository:
         )
         return (await self.session.execute(statement)).scalars().all()
 
-    async def generation_under_lease(self, row_id: int, token: str) -> int | None:
-        """The current generation, locked until commit, if the lease is still held."""
+    async def generation_under_lease(self, row_id: int, token: str) -> tuple[int, datetime] | None:
+        """The current generation, locked until commit, if the lease is still held; with
+        now by the database's clock (PostgreSQL: read in the same statement, a round trip
+        fewer than asking for it on its own)."""
+        postgresql = self.session.get_bind().dialect.name == "postgresql"
+        clock = func.now() if postgresql else literal(None)
         statement = (
-            select(Secret.generation)
+            select(Secret.generation, clock.label("now"))
             .where(Secret.id == row_id, Secret.lock_token == token)
             .with_for_update()
         )
-        return (await self.session.execute(statement)).scalar_one_or_none()
+        row = (await self.session.execute(statement)).one_or_none()
+        if row is None:
+            return None
+        generation, now = row
+        return generation, now.astimezone(UTC) if now is not None else utcnow()
