@@ -196,16 +196,22 @@ class Database:
     reader: async_sessionmaker[AsyncSession]
     # Plain reads that answer GETs without a session (db/reads.py).
     reads: Reads
+    # PostgreSQL: sessions in autocommit, for ``statements`` (same pool as ``sessionmaker``).
+    autocommit: async_sessionmaker[AsyncSession]
 
     @classmethod
     def connect(cls, url: str, options: DatabaseOptions | None = None) -> Database:
         engine = make_engine(url, options)
         reading = engine.execution_options(**{READ_ONLY: True})
+        # The isolation level is set on the connection at checkout and reset on return:
+        # psycopg only flips a flag, no round trip.
+        autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
         return cls(
             engine,
             async_sessionmaker(engine, expire_on_commit=False),
             async_sessionmaker(reading, expire_on_commit=False),
             _plain_reads(engine, url, options),
+            async_sessionmaker(autocommit, expire_on_commit=False),
         )
 
     @classmethod
@@ -220,6 +226,21 @@ class Database:
     async def transaction(self) -> AsyncIterator[AsyncSession]:
         """A session committed on success and rolled back on any error (workers, CLI)."""
         async with self.sessionmaker() as session, session.begin():
+            yield session
+
+    @asynccontextmanager
+    async def statements(self) -> AsyncIterator[AsyncSession]:
+        """A session in which each statement stands alone (workers' single-statement steps).
+
+        PostgreSQL: autocommit, so a statement is one round trip instead of three with the
+        BEGIN and COMMIT around it; nothing spans two statements (no lock, no atomicity).
+        SQLite: an ordinary transaction (its cost is not round trips).
+        """
+        if self.is_sqlite:
+            async with self.transaction() as session:
+                yield session
+            return
+        async with self.autocommit() as session:
             yield session
 
     async def dispose(self) -> None:

@@ -123,6 +123,7 @@ def _applied_entry(cluster: ClusterView, target: dict[str, str]) -> dict[str, st
 class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
     name: ClassVar[str] = "secrets"
     table: ClassVar[Table] = Secret.__table__  # type: ignore[assignment]
+    single_statements: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -276,21 +277,19 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
     async def apply(
         self, session: AsyncSession, guard: LeaseGuard, snapshot: SecretView, outcome: SyncOutcome
     ) -> None:
-        current = await SecretRepository.from_session(session).generation_under_lease(
-            snapshot.id, guard.lease.token
-        )
-        if current is None:
-            return  # the lease was lost; a newer pass owns the row
-        generation, now = current
+        # Every change below is one statement under the lease (``single_statements``), and
+        # the time stamped is the database's, from the lease: no round trip to ask it.
+        now = guard.lease.now()
         if snapshot.deleting:
             await self._apply_deletion(guard, outcome, now)
             return
-        if generation != snapshot.generation:
-            # Desired state changed while we worked: keep what we learnt about copies and
-            # let the next pass (already due) compute the status of the new targets.
-            await guard.update(applied=outcome.applied)
+        if await self._apply_status(guard, snapshot, outcome, now):
             return
-        await self._apply_status(guard, snapshot, outcome, now)
+        # Nothing written: the lease was lost (a newer pass owns the row, and this write
+        # changes nothing either), or desired state changed while we worked: keep what we
+        # learnt about copies and let the next pass (already due) compute the status of
+        # the new targets.
+        await guard.update(applied=outcome.applied)
 
     async def _apply_deletion(self, guard: LeaseGuard, outcome: SyncOutcome, now: datetime) -> None:
         if not outcome.applied:
@@ -301,7 +300,10 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
 
     async def _apply_status(
         self, guard: LeaseGuard, snapshot: SecretView, outcome: SyncOutcome, now: datetime
-    ) -> None:
+    ) -> bool:
+        """Record the status of the generation acted on; False when the row no longer has
+        that generation (a PATCH or DELETE committed meanwhile; one in flight holds the row
+        and this statement waits for it) or the lease was lost."""
         phase = overall_phase(outcome.statuses)
         if phase is SyncPhase.synced and outcome.removals_pending:
             # Desired state is not reached while a removed target's copy is still there.
@@ -316,19 +318,22 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
         }
         visible = {"phase": phase.value, "sync_statuses": outcome.statuses}
         before = {"phase": snapshot.phase, "sync_statuses": snapshot.statuses}
+        table = Secret.__table__
         if visible != before or _without_times(conditions) != _without_times(snapshot.conditions):
-            table = Secret.__table__
             values.update(
                 visible, conditions=conditions, resource_version=table.c.resource_version + 1
             )
-            if phase.value != snapshot.phase:
-                log.info(
-                    "secret sync phase changed",
-                    tenant=snapshot.tenant,
-                    secret=snapshot.name,
-                    phase=phase.value,
-                )
-        await guard.update(**values)
+        current = table.c.generation == snapshot.generation
+        if not await guard.update(where=current, **values):
+            return False
+        if phase.value != snapshot.phase:
+            log.info(
+                "secret sync phase changed",
+                tenant=snapshot.tenant,
+                secret=snapshot.name,
+                phase=phase.value,
+            )
+        return True
 
 
 def _path_failure(path: PathCheck | None) -> tuple[SyncPhase, Reason, str] | None:

@@ -1,10 +1,9 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, func, insert, literal, or_, select, update
+from sqlalchemy import ColumnElement, Select, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.cluster.models import Cluster
@@ -119,20 +118,3 @@ class SecretRepository:
             or_(Cluster.name.in_(set(names)), Cluster.uid.in_(set(uids))),
         )
         return (await self.session.execute(statement)).scalars().all()
-
-    async def generation_under_lease(self, row_id: int, token: str) -> tuple[int, datetime] | None:
-        """The current generation, locked until commit, if the lease is still held; with
-        now by the database's clock (PostgreSQL: read in the same statement, a round trip
-        fewer than asking for it on its own)."""
-        postgresql = self.session.get_bind().dialect.name == "postgresql"
-        clock = func.now() if postgresql else literal(None)
-        statement = (
-            select(Secret.generation, clock.label("now"))
-            .where(Secret.id == row_id, Secret.lock_token == token)
-            .with_for_update()
-        )
-        row = (await self.session.execute(statement)).one_or_none()
-        if row is None:
-            return None
-        generation, now = row
-        return generation, now.astimezone(UTC) if now is not None else utcnow()
