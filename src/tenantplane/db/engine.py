@@ -55,6 +55,9 @@ class DatabaseOptions:
     lock_timeout_seconds: float = 5.0
     statement_timeout_seconds: float = 30.0
     idle_in_transaction_timeout_seconds: float = 30.0
+    # Keep the overflow connections open too once opened (a worker): the budget is the same,
+    # but a demand that comes in bursts does not close and reopen them (see make_engine).
+    keep_overflow_open: bool = False
 
     @classmethod
     def from_settings(cls, settings: Settings) -> DatabaseOptions:
@@ -148,6 +151,12 @@ def make_engine(
         "max_overflow": 0 if autocommit else settings.max_overflow,
         "pool_timeout": settings.pool_timeout_seconds,
     }
+    if settings.keep_overflow_open and not autocommit:
+        # A pool closes an overflow connection as soon as it is returned while its kept ones
+        # are idle. A worker's steps take a connection to load, give it back during the
+        # outside call and take one again to apply: with more rows in flight than kept
+        # connections it opened and closed one every few steps (a new server process each).
+        pooled.update(pool_size=settings.pool_size + settings.max_overflow, max_overflow=0)
     if autocommit:
         # Set once per connection, not on each checkout; nothing to roll back on return. The
         # JSON columns these reads return (cluster status, invoice conditions) are the
