@@ -46,7 +46,7 @@ def row_key(table: Table) -> ColumnElement[Any]:
     return column
 
 
-def ready_condition(table: Table, now: datetime) -> ColumnElement[bool]:
+def ready_condition(table: Table, now: datetime | ColumnElement[datetime]) -> ColumnElement[bool]:
     """Rows whose reconciliation is due and that no live lease holds."""
     return and_(
         table.c.reconcile_at.is_not(None),
