@@ -5,11 +5,16 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Select, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.schema import Table
 
 from tenantplane.cluster.models import Cluster
 from tenantplane.db.base import utcnow
 from tenantplane.secret.models import Secret
 from tenantplane.tenant.models import Tenant
+
+_SECRETS: Table = Secret.__table__  # type: ignore[assignment]
+_COLUMNS = tuple(column.key for column in _SECRETS.columns)
+_INSERT = insert(_SECRETS)
 
 
 class SecretRepository:
@@ -48,17 +53,11 @@ class SecretRepository:
         unit of work would cost more than the statement (a new row has nothing to track).
         ``returning``: an expression to evaluate in the same statement (a wake-up NOTIFY).
         Raises IntegrityError when a live secret of the tenant has the name."""
-        table = Secret.__table__
-        # The attributes set on the object; the columns' defaults fill in the rest.
-        values = {
-            column.key: secret.__dict__[column.key]
-            for column in table.columns
-            if column.key in secret.__dict__
-        }
-        statement = insert(Secret).values(values)
-        if returning is not None:
-            statement = statement.returning(returning)
-        await self.session.execute(statement)
+        # The attributes set on the object, as parameters of a statement built once (its
+        # compiled form is reused as is); the columns' defaults fill in the rest.
+        values = {key: secret.__dict__[key] for key in _COLUMNS if key in secret.__dict__}
+        statement = _INSERT if returning is None else _INSERT.returning(returning)
+        await self.session.execute(statement, values)
 
     async def live_cluster_names(self, tenant_id: int, names: Collection[str]) -> set[str]:
         """Which of ``names`` are clusters of the tenant that are not being deleted."""
