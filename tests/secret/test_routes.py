@@ -515,3 +515,36 @@ async def test_a_create_is_one_insert_that_carries_its_wake_up(
         if listening is not None:
             listening.cancel()
             await asyncio.gather(listening, return_exceptions=True)
+
+
+async def test_a_taken_name_under_an_idempotency_key_is_kept_and_replayed(
+    client: httpx.AsyncClient, factory: Factory
+) -> None:
+    """The 409 comes from the failed INSERT (on PostgreSQL the request's transaction is
+    aborted by it): the key still records it, and a repeat gets the same answer."""
+    tenant = await factory.tenant()
+    url = f"{tenant.path}/secrets"
+    body = {"name": "db-creds", "secretPath": "apps/db"}
+    first = await client.post(
+        url, json=body, headers={**bearer(tenant.admin_key), "Idempotency-Key": '"one"'}
+    )
+    assert first.status_code == 201, first.text
+    again = await client.post(
+        url, json=body, headers={**bearer(tenant.admin_key), "Idempotency-Key": '"one"'}
+    )
+    assert again.status_code == 201
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert again.headers["ETag"] == first.headers["ETag"]
+    assert again.json() == first.json()
+    taken = await client.post(
+        url, json=body, headers={**bearer(tenant.admin_key), "Idempotency-Key": '"two"'}
+    )
+    assert taken.status_code == 409, taken.text
+    repeated = await client.post(
+        url, json=body, headers={**bearer(tenant.admin_key), "Idempotency-Key": '"two"'}
+    )
+    assert repeated.status_code == 409
+    assert repeated.headers["Idempotent-Replayed"] == "true"
+    assert repeated.json() == taken.json()
+    listed = await client.get(url, headers=bearer(tenant.admin_key))
+    assert [secret["name"] for secret in listed.json()["items"]] == ["db-creds"]
