@@ -3,16 +3,18 @@
 `uv run python -m bench.inprocess [--backend sqlite|postgresql|both] [--requests 1000]`
 
 Builds the app in this process (reconcilers off, logging at WARNING), seeds the same data as
-scenarios (b), (c) and (e), and calls it as an ASGI server would, one request after another:
-the CPU time per request (all threads of this process) is what the application itself costs,
-route by route, against `/healthz` in the same run. On a shared machine this figure moves
-far less than wrk's rates; it leaves out the HTTP server's own cost (the same for every route).
+scenarios (b), (c) and (e), and calls it as an ASGI server would, one request after another
+((d): a POST of a new secret each time): the CPU time per request (all threads of this
+process) is what the application itself costs, route by route, against `/healthz` in the
+same run. On a shared machine this figure moves far less than wrk's rates; it leaves out the
+HTTP server's own cost (the same for every route).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import os
 import tempfile
 import time
@@ -25,12 +27,21 @@ from bench import seed
 from bench.__main__ import create_tenant, database, environment
 from bench.server import cli
 
+Route = tuple[str, list[tuple[bytes, bytes]], bool]  # path, headers, POST a new secret
 
-async def _call(app: Any, path: str, headers: list[tuple[bytes, bytes]]) -> None:
+
+def _new_secret(counter: itertools.count[int]) -> bytes:
+    name = f"inproc-{next(counter)}"
+    return f'{{"name":"{name}","secretPath":"apps/{name}"}}'.encode()
+
+
+async def _call(
+    app: Any, path: str, headers: list[tuple[bytes, bytes]], body: bytes | None = None
+) -> None:
     sent: list[dict[str, Any]] = []
 
     async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": b"", "more_body": False}
+        return {"type": "http.request", "body": body or b"", "more_body": False}
 
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
@@ -39,7 +50,7 @@ async def _call(app: Any, path: str, headers: list[tuple[bytes, bytes]]) -> None
         "type": "http",
         "asgi": {"version": "3.0"},
         "http_version": "1.1",
-        "method": "GET",
+        "method": "GET" if body is None else "POST",
         "scheme": "http",
         "path": path,
         "raw_path": path.encode(),
@@ -51,22 +62,23 @@ async def _call(app: Any, path: str, headers: list[tuple[bytes, bytes]]) -> None
         "state": {},
     }
     await app(scope, receive, send)
-    if sent[0]["status"] != 200:
+    if sent[0]["status"] != (200 if body is None else 201):
         raise RuntimeError(f"{path} answered {sent[0]['status']}")
 
 
-async def _measure(paths: dict[str, tuple[str, list[tuple[bytes, bytes]]]], count: int) -> None:
+async def _measure(paths: dict[str, Route], count: int) -> None:
     from tenantplane.app import create_app
 
     app = create_app()
+    names = itertools.count()
     async with app.router.lifespan_context(app):
         baseline = 0.0
-        for name, (path, headers) in paths.items():
+        for name, (path, headers, creates) in paths.items():
             for _ in range(50):  # warm-up: routes built, statements compiled, caches filled
-                await _call(app, path, headers)
+                await _call(app, path, headers, _new_secret(names) if creates else None)
             started = time.process_time()
             for _ in range(count):
-                await _call(app, path, headers)
+                await _call(app, path, headers, _new_secret(names) if creates else None)
             cpu = (time.process_time() - started) / count
             baseline = baseline or cpu
             print(f"| {name} | {cpu * 1e6:,.0f} | {cpu / baseline:.1f} |", flush=True)
@@ -87,11 +99,14 @@ def run(backend: str, count: int) -> None:
             {key: value for key, value in env.items() if key.startswith("TENANTPLANE_")}
         )
         auth = [(b"authorization", f"Bearer {tenant.key}".encode())]
-        paths = {
-            "(a) GET /healthz": ("/healthz", []),
-            "(b) GET one cluster": (tenant.path("/clusters/cluster-000"), auth),
-            "(c) list 50 clusters": (tenant.path("/clusters"), auth),
-            "(e) list 120 invoices": (tenant.path("/invoices"), auth),
+        posting = [*auth, (b"content-type", b"application/json")]
+        paths: dict[str, Route] = {
+            "(a) GET /healthz": ("/healthz", [], False),
+            "(b) GET one cluster": (tenant.path("/clusters/cluster-000"), auth, False),
+            "(c) list 50 clusters": (tenant.path("/clusters"), auth, False),
+            "(e) list 120 invoices": (tenant.path("/invoices"), auth, False),
+            # The API's side of a create only: reconcilers are off here.
+            "(d) create secret": (tenant.path("/secrets"), posting, True),
         }
         print(f"\n### {backend}: {count} sequential requests each, in process\n")
         print("| scenario | CPU µs/request | times (a) |\n|---|---|---|")

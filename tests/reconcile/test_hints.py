@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import asyncio
 
-from sqlalchemy import event, text
+from sqlalchemy import event, select, text
 
 from tenantplane.db.engine import Database
 from tenantplane.reconcile import wake_after_commit
-from tenantplane.reconcile.hints import NOTIFY_CHANNEL, wakeups
+from tenantplane.reconcile.hints import NOTIFY_CHANNEL, notify_in_statement, wakeups
 
 NAME = "test-hints"
 
@@ -90,3 +90,34 @@ async def test_other_processes_are_notified_once_at_the_outer_commit(database: D
         event.remove(engine, "before_cursor_execute", record)
     expected = 1 if database.engine.dialect.name == "postgresql" else 0
     assert len(notified) == expected, (NOTIFY_CHANNEL, notified)
+
+
+async def test_a_notify_carried_by_a_statement_is_not_sent_again_at_commit(
+    database: Database,
+) -> None:
+    """``notify_in_statement`` outside a savepoint: its statement carries the NOTIFY and the
+    commit sends none of its own; inside one (which a rollback would undo), the commit does."""
+    notified: list[str] = []
+
+    def record(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+        if "pg_notify" in statement:
+            notified.append(statement)
+
+    postgresql = database.engine.dialect.name == "postgresql"
+    engine = database.engine.sync_engine
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        async with database.sessionmaker() as session, session.begin():
+            carried = notify_in_statement(session, NAME)
+            assert (carried is not None) == postgresql
+            if carried is not None:
+                await session.execute(select(carried))
+        carried_count = len(notified)
+        async with database.sessionmaker() as session, session.begin():
+            await session.execute(text("SELECT 1"))
+            async with session.begin_nested():
+                assert notify_in_statement(session, NAME) is None
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    assert carried_count == (1 if postgresql else 0), notified
+    assert len(notified) == (2 if postgresql else 0), notified

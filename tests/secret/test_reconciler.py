@@ -1,5 +1,6 @@
 """The secret reconciler's steps driven one at a time (no runner), to show what happens when
-desired state changes between ``act`` and ``apply``."""
+desired state changes between ``act`` and ``apply``. Each step runs in the sessions the runner
+gives this reconciler (``single_statements``: autocommit on PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -25,10 +26,10 @@ async def one_pass(database: Database, context: ReconcileContext) -> None:
     reconciler = build_secret_reconciler(context)
     assert reconciler is not None
     [lease] = await Fetcher(database, SECRETS, "test").lease(1, timedelta(seconds=30))
-    async with database.transaction() as session:
+    async with database.statements() as session:
         snapshot = await reconciler.load(session, lease.row_id)
     outcome = await reconciler.act(snapshot)
-    async with database.transaction() as session:
+    async with database.statements() as session:
         await reconciler.apply(session, lease.guard(session), snapshot, outcome)
 
 
@@ -57,7 +58,7 @@ async def test_a_patch_during_a_pass_is_not_overwritten_by_it(
         assert reconciler is not None
         fetcher = Fetcher(database, SECRETS, "test")
         [lease] = await fetcher.lease(10, timedelta(seconds=30))
-        async with database.transaction() as session:
+        async with database.statements() as session:
             snapshot = await reconciler.load(session, lease.row_id)
         outcome = await reconciler.act(snapshot)  # places prod/a
         assert await copies_in(database, prod.uid) == {("a", "app")}
@@ -69,7 +70,7 @@ async def test_a_patch_during_a_pass_is_not_overwritten_by_it(
             headers=headers,
         )
         assert patched.status_code == 200
-        async with database.transaction() as session:
+        async with database.statements() as session:
             await reconciler.apply(session, lease.guard(session), snapshot, outcome)
 
         # The stale pass did not write the old targets' status over the new spec …
@@ -116,11 +117,11 @@ async def test_a_pass_that_lost_its_lease_writes_nothing(
         assert reconciler is not None
         # A lease that has already expired: another worker may take the row over.
         [stale] = await Fetcher(database, SECRETS, "slow").lease(1, timedelta(0))
-        async with database.transaction() as session:
+        async with database.statements() as session:
             snapshot = await reconciler.load(session, stale.row_id)
         outcome = await reconciler.act(snapshot)
         [fresh] = await Fetcher(database, SECRETS, "fast").lease(1, timedelta(seconds=30))
-        async with database.transaction() as session:
+        async with database.statements() as session:
             await reconciler.apply(session, stale.guard(session), snapshot, outcome)
         body = (await client.get(f"{tenant.path}/secrets/app", headers=headers)).json()
         assert body["resourceVersion"] == version

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -13,10 +14,13 @@ from sqlalchemy import event
 from tenantplane.cluster.models import ClusterPhase
 from tenantplane.db.engine import Database
 from tenantplane.http.errors import Conflict
+from tenantplane.reconcile.hints import wakeups
+from tenantplane.reconcile.listener import listen
 from tenantplane.secret import service as secret_service
 from tenantplane.secret.schemas import SecretCreate
+from tests.conftest import make_settings
 from tests.factories import Factory, TenantFixture
-from tests.http_client import bearer
+from tests.http_client import api_client, bearer, running_app
 from tests.secret.support import wait_for_phase
 
 
@@ -390,7 +394,7 @@ async def test_patch_with_the_same_targets_changes_nothing(
 async def test_create_inserts_the_row_once_without_a_savepoint(
     database: Database, factory: Factory
 ) -> None:
-    """The duplicate check is the unique constraint at flush: a savepoint around it would
+    """The duplicate check is the unique constraint at the INSERT: a savepoint around it would
     cost two round trips and, opened after the INSERT (begin_nested flushes first), protect
     nothing."""
     tenant = await factory.tenant()
@@ -429,3 +433,118 @@ async def test_racing_creates_of_one_name_end_in_a_conflict(
         with pytest.raises(Conflict):
             await racing
         await second.rollback()
+
+
+async def test_a_taken_name_is_409_before_its_targets_are_checked(
+    client: httpx.AsyncClient, factory: Factory
+) -> None:
+    tenant = await factory.tenant()
+    assert (await create(client, tenant, {"name": "dup", "secretPath": "a"})).status_code == 201
+    again = await create(
+        client,
+        tenant,
+        {"name": "dup", "secretPath": "b", "sync": [{"cluster": "nowhere", "namespace": "n"}]},
+    )
+    assert again.status_code == 409, again.text
+    assert again.json() == {
+        "error": "a secret named 'dup' already exists",
+        "message": "a secret named 'dup' already exists",
+        "code": "ALREADY_EXISTS",
+        "field": "name",
+        "severity": "error",
+    }
+
+
+async def test_a_create_is_one_insert_that_carries_its_wake_up(
+    database: Database, database_url: str, factory: Factory, tmp_path: Path
+) -> None:
+    """No look for the name before the INSERT (the unique index answers a taken one, with
+    the same envelope), and on PostgreSQL the NOTIFY that wakes other processes' reconcilers
+    rides in the INSERT instead of a statement of its own, and is delivered at commit."""
+    tenant = await factory.tenant()
+    postgresql = database.engine.dialect.name == "postgresql"
+    notified: list[str] = []
+    arrived = asyncio.Event()
+
+    def heard(name: str) -> None:
+        notified.append(name)
+        if name == "secrets":
+            arrived.set()
+
+    ready = asyncio.Event()
+    listening = asyncio.create_task(listen(database_url, heard, ready)) if postgresql else None
+    if listening is not None:
+        await asyncio.wait_for(ready.wait(), 30)
+    wake = wakeups.subscribe("secrets")
+    statements: list[str] = []
+
+    def record(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+        statements.append(" ".join(statement.split()).upper())
+
+    # Reconcilers off: the statements seen are the requests' alone.
+    settings = make_settings(database_url, tmp_path, run_reconcilers=False)
+    async with running_app(settings) as app, api_client(app) as client:
+        engine = app.state.database.engine.sync_engine
+        event.listen(engine, "before_cursor_execute", record)
+        try:
+            response = await create(client, tenant, {"name": "db-creds", "secretPath": "apps/db"})
+            taken = await create(client, tenant, {"name": "db-creds", "secretPath": "apps/x"})
+        finally:
+            event.remove(engine, "before_cursor_execute", record)
+        cluster = await factory.cluster_row(tenant.id, "prod")
+        targets = [{"cluster": cluster.name, "namespace": "n"}]
+        looked = await create(
+            client, tenant, {"name": "db-creds", "secretPath": "apps/db", "sync": targets}
+        )
+    try:
+        assert response.status_code == 201, response.text
+        assert wake.is_set()
+        assert taken.status_code == 409, taken.text
+        # The same answer as the look before the INSERT gives (a create with targets).
+        assert looked.status_code == 409, looked.text
+        assert taken.json() == looked.json()
+        assert not [s for s in statements if s.startswith("SELECT") and "FROM SECRETS" in s]
+        inserts = [s for s in statements if s.startswith("INSERT INTO SECRETS")]
+        assert len(inserts) == 2, statements
+        notifies = [s for s in statements if "PG_NOTIFY" in s]
+        assert notifies == (inserts if postgresql else []), statements
+        if listening is not None:
+            await asyncio.wait_for(arrived.wait(), 30)
+    finally:
+        wakeups.unsubscribe("secrets", wake)
+        if listening is not None:
+            listening.cancel()
+            await asyncio.gather(listening, return_exceptions=True)
+
+
+async def test_a_taken_name_under_an_idempotency_key_is_kept_and_replayed(
+    client: httpx.AsyncClient, factory: Factory
+) -> None:
+    """The 409 comes from the failed INSERT (on PostgreSQL the request's transaction is
+    aborted by it): the key still records it, and a repeat gets the same answer."""
+    tenant = await factory.tenant()
+    url = f"{tenant.path}/secrets"
+    body = {"name": "db-creds", "secretPath": "apps/db"}
+    first = await client.post(
+        url, json=body, headers={**bearer(tenant.admin_key), "Idempotency-Key": '"one"'}
+    )
+    assert first.status_code == 201, first.text
+    again = await client.post(
+        url, json=body, headers={**bearer(tenant.admin_key), "Idempotency-Key": '"one"'}
+    )
+    assert again.status_code == 201
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert again.headers["ETag"] == first.headers["ETag"]
+    assert again.json() == first.json()
+    taken = await client.post(
+        url, json=body, headers={**bearer(tenant.admin_key), "Idempotency-Key": '"two"'}
+    )
+    assert taken.status_code == 409, taken.text
+    repeated = await client.post(
+        url, json=body, headers={**bearer(tenant.admin_key), "Idempotency-Key": '"two"'}
+    )
+    assert repeated.status_code == 409
+    assert repeated.headers["Idempotent-Replayed"] == "true"
+    assert repeated.json() == taken.json()
+    listed = await client.get(url, headers=bearer(tenant.admin_key))
+    assert [secret["name"] for secret in listed.json()["items"]] == ["db-creds"]

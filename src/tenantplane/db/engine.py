@@ -55,6 +55,9 @@ class DatabaseOptions:
     lock_timeout_seconds: float = 5.0
     statement_timeout_seconds: float = 30.0
     idle_in_transaction_timeout_seconds: float = 30.0
+    # Keep the overflow connections open too once opened (a worker): the budget is the same,
+    # but a demand that comes in bursts does not close and reopen them (see make_engine).
+    keep_overflow_open: bool = False
 
     @classmethod
     def from_settings(cls, settings: Settings) -> DatabaseOptions:
@@ -150,6 +153,12 @@ def make_engine(url: str, settings: DatabaseOptions | None = None) -> AsyncEngin
         "max_overflow": settings.max_overflow,
         "pool_timeout": settings.pool_timeout_seconds,
     }
+    if settings.keep_overflow_open:
+        # A pool closes an overflow connection as soon as it is returned while its kept ones
+        # are idle. A worker's steps take a connection to load, give it back during the
+        # outside call and take one again to apply: with more rows in flight than kept
+        # connections it opened and closed one every few steps (a new server process each).
+        pooled.update(pool_size=settings.pool_size + settings.max_overflow, max_overflow=0)
     options: dict[str, Any] = {}
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database
@@ -189,16 +198,22 @@ class Database:
     reader: async_sessionmaker[AsyncSession]
     # Plain reads that answer GETs without a session (db/reads.py).
     reads: Reads
+    # PostgreSQL: sessions in autocommit, for ``statements`` (same pool as ``sessionmaker``).
+    autocommit: async_sessionmaker[AsyncSession]
 
     @classmethod
     def connect(cls, url: str, options: DatabaseOptions | None = None) -> Database:
         engine = make_engine(url, options)
         reading = engine.execution_options(**{READ_ONLY: True})
+        # The isolation level is set on the connection at checkout and reset on return:
+        # psycopg only flips a flag, no round trip.
+        autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
         return cls(
             engine,
             async_sessionmaker(engine, expire_on_commit=False),
             async_sessionmaker(reading, expire_on_commit=False),
             _plain_reads(engine, options),
+            async_sessionmaker(autocommit, expire_on_commit=False),
         )
 
     @classmethod
@@ -213,6 +228,21 @@ class Database:
     async def transaction(self) -> AsyncIterator[AsyncSession]:
         """A session committed on success and rolled back on any error (workers, CLI)."""
         async with self.sessionmaker() as session, session.begin():
+            yield session
+
+    @asynccontextmanager
+    async def statements(self) -> AsyncIterator[AsyncSession]:
+        """A session in which each statement stands alone (workers' single-statement steps).
+
+        PostgreSQL: autocommit, so a statement is one round trip instead of three with the
+        BEGIN and COMMIT around it; nothing spans two statements (no lock, no atomicity).
+        SQLite: an ordinary transaction (its cost is not round trips).
+        """
+        if self.is_sqlite:
+            async with self.transaction() as session:
+                yield session
+            return
+        async with self.autocommit() as session:
             yield session
 
     async def dispose(self) -> None:

@@ -43,6 +43,8 @@ class Fetcher:
         return await self._lease(limit, duration)
 
     async def _lease(self, limit: int, duration: timedelta) -> list[Lease]:
+        if not self.database.is_sqlite:
+            return await self._lease_in_one_statement(limit, duration)
         table = self.table
         key = row_key(table)
         token = secrets.token_hex(16)
@@ -73,6 +75,48 @@ class Fetcher:
             for row_id in ids
         ]
 
+    async def _lease_in_one_statement(self, limit: int, duration: timedelta) -> list[Lease]:
+        """PostgreSQL: pick and lease the rows in one UPDATE (autocommit), with the time and
+        the previous owners in its RETURNING: one round trip instead of five (BEGIN, now,
+        SELECT, UPDATE, COMMIT). ``now()`` is the statement's transaction's start, the same
+        instant for the pick, the expiry and the time returned."""
+        table = self.table
+        key = row_key(table)
+        token = secrets.token_hex(16)
+        now = func.now()
+        picked = (
+            select(key.label("picked_id"), table.c.lock_owner.label("previous_owner"))
+            .where(ready_condition(table, now))
+            .order_by(table.c.reconcile_at, key)
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+            .subquery()
+        )
+        statement = (
+            update(table)
+            .where(key == picked.c.picked_id)
+            .values(
+                lock_owner=self.owner,
+                lock_token=token,
+                lock_expires_at=now + duration,
+            )
+            .returning(key, picked.c.previous_owner, now)
+        )
+        async with self.database.statements() as session:
+            rows = (await session.execute(statement)).all()
+        return [
+            Lease(
+                table,
+                row_id,
+                token,
+                self.owner,
+                _aware(leased_at) + duration,
+                _aware(leased_at),
+                previous,
+            )
+            for row_id, previous, leased_at in rows
+        ]
+
     async def renew(self, lease: Lease, duration: timedelta) -> bool:
         """Extend a lease still held to ``duration`` from now (False: it was lost)."""
         table = self.table
@@ -96,10 +140,22 @@ class Fetcher:
         expiring = select(func.min(table.c.lock_expires_at)).where(
             table.c.reconcile_at.is_not(None), table.c.lock_token.is_not(None)
         )
+        # One statement: the round trips, not the aggregates, are what this costs.
         async with self.database.sessionmaker() as session:
-            now = await database_now(session)
-            first = (await session.execute(unleased)).scalar()
-            second = (await session.execute(expiring)).scalar()
+            if self.database.is_sqlite:
+                now = await database_now(session)
+                first, second = (
+                    await session.execute(
+                        select(unleased.scalar_subquery(), expiring.scalar_subquery())
+                    )
+                ).one()
+            else:
+                now, first, second = (
+                    await session.execute(
+                        select(func.now(), unleased.scalar_subquery(), expiring.scalar_subquery())
+                    )
+                ).one()
+                now = _aware(now)
         candidates = [_aware(value) for value in (first, second) if value is not None]
         if not candidates:
             return None

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
+from typing import Any
 
-from sqlalchemy import event, text
+from sqlalchemy import ColumnElement, event, func, text
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
 _PENDING_KEY = "tenantplane.reconcile.wake"
+# Names whose NOTIFY a statement of the current transaction already carries.
+_NOTIFIED_KEY = "tenantplane.reconcile.notified"
 NOTIFY_CHANNEL = "tenantplane_reconcile"
 
 
@@ -54,6 +57,22 @@ def wake_after_commit(session: AsyncSession | Session, name: str) -> None:
     sync_session.info.setdefault(_PENDING_KEY, set()).add(name)
 
 
+def notify_in_statement(session: AsyncSession, name: str) -> ColumnElement[Any] | None:
+    """The NOTIFY of ``wake_after_commit(session, name)`` as an expression for a statement
+    the caller runs anyway (``RETURNING``), sparing the round trip of its own statement
+    before commit; None where there is nothing to send (SQLite).
+
+    The statement must run in the outermost transaction: one inside a savepoint that is
+    rolled back would take the notification with it.
+    """
+    wake_after_commit(session, name)
+    sync_session = session.sync_session
+    if sync_session.get_bind().dialect.name != "postgresql" or sync_session.in_nested_transaction():
+        return None
+    sync_session.info.setdefault(_NOTIFIED_KEY, set()).add(name)
+    return func.pg_notify(NOTIFY_CHANNEL, name)
+
+
 def wake_now(name: str) -> None:
     """Wake the reconciler ``name`` at once (for code that has already committed)."""
     wakeups.wake(name)
@@ -69,7 +88,7 @@ def wake_now(name: str) -> None:
 def _notify_other_processes(session: Session) -> None:
     if session.in_nested_transaction():
         return
-    names = session.info.get(_PENDING_KEY)
+    names = session.info.get(_PENDING_KEY, set()) - session.info.get(_NOTIFIED_KEY, set())
     if not names or session.get_bind().dialect.name != "postgresql":
         return
     for name in sorted(names):
@@ -82,6 +101,7 @@ def _notify_other_processes(session: Session) -> None:
 def _after_commit(session: Session) -> None:
     if session.in_nested_transaction():
         return  # a savepoint was released; the outer transaction goes on
+    session.info.pop(_NOTIFIED_KEY, None)
     for name in session.info.pop(_PENDING_KEY, set()):
         wakeups.wake(name)
 
@@ -94,3 +114,4 @@ def _after_rollback(session: Session) -> None:
     if session.in_nested_transaction():
         return
     session.info.pop(_PENDING_KEY, None)
+    session.info.pop(_NOTIFIED_KEY, None)

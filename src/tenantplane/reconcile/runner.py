@@ -57,6 +57,11 @@ class Reconciler(ABC, Generic[Snapshot, Outcome]):
     lease_seconds: float = 30.0
     #: Delay before a row whose ``act`` or ``apply`` raised is tried again.
     error_backoff_seconds: float = 5.0
+    #: True when ``load`` only reads, and ``apply`` makes each change in one statement that
+    #: stands alone (checked under the lease in that statement, never relying on a lock or
+    #: a read taken by an earlier one): on PostgreSQL both then run in autocommit
+    #: (``Database.statements``), without the BEGIN and COMMIT round trips around them.
+    single_statements: ClassVar[bool] = False
 
     @abstractmethod
     async def load(self, session: AsyncSession, row_id: Any) -> Snapshot | None:
@@ -202,6 +207,10 @@ class ReconcilerRunner:
             await wake.wait()
 
     async def _sleep(self, wake: asyncio.Event) -> None:
+        if wake.is_set():
+            # A hint (or a finished row) came while this pass ran: there is work to look
+            # for now, and the next-due query would only bound a wait that will not happen.
+            return
         timeout = self.idle_poll_seconds
         try:
             due = await self.fetcher.seconds_until_due()
@@ -228,8 +237,11 @@ class ReconcilerRunner:
 
     async def _step(self, lease: Lease) -> None:
         reconciler = self.reconciler
+        steps = (
+            self.database.statements if reconciler.single_statements else self.database.transaction
+        )
         try:
-            async with self.database.transaction() as session:
+            async with steps() as session:
                 snapshot = await reconciler.load(session, lease.row_id)
                 if snapshot is None:
                     await lease.guard(session).update(reconcile_at=None)
@@ -240,7 +252,7 @@ class ReconcilerRunner:
                 # Taken over (or the row deleted) while we worked: the result is stale.
                 self._log.warning("lease lost during the step", row_id=lease.row_id)
                 return
-            async with self.database.transaction() as session:
+            async with steps() as session:
                 await reconciler.apply(session, lease.guard(session), snapshot, outcome)
         except asyncio.CancelledError:
             raise

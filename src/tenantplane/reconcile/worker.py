@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import signal
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 import structlog
 import uvicorn
@@ -17,7 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from tenantplane.config import Settings
-from tenantplane.db.engine import Database
+from tenantplane.db.engine import Database, DatabaseOptions
 from tenantplane.logging import configure_logging
 from tenantplane.reconcile.metrics import ReconcileMetrics, register_runtime_collectors
 from tenantplane.reconcile.runner import Supervisor
@@ -82,7 +83,10 @@ async def run_worker(
 ) -> None:
     """Run what ``build_supervisor`` assembles (the application's reconcilers) until a signal."""
     configure_logging(settings.log_level, settings.log_json)
-    database = Database.from_settings(settings)
+    database = Database.connect(
+        settings.database_url,
+        replace(DatabaseOptions.from_settings(settings), keep_overflow_open=True),
+    )
     metrics = ReconcileMetrics()
     register_runtime_collectors(metrics.registry)
     supervisor = build_supervisor(settings, database, metrics)

@@ -123,6 +123,7 @@ def _applied_entry(cluster: ClusterView, target: dict[str, str]) -> dict[str, st
 class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
     name: ClassVar[str] = "secrets"
     table: ClassVar[Table] = Secret.__table__  # type: ignore[assignment]
+    single_statements: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -146,12 +147,10 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
 
     async def load(self, session: AsyncSession, row_id: Any) -> SecretView | None:
         repository = SecretRepository.from_session(session)
-        secret = await repository.by_id(row_id)
-        if secret is None:
+        found = await repository.with_tenant_name(row_id)
+        if found is None:
             return None
-        tenant = await repository.tenant_name(secret.tenant_id)
-        if tenant is None:
-            return None
+        secret, tenant = found
         targets = [] if secret.is_deleting else list(secret.sync)
         applied = list(secret.applied)
         clusters = await repository.clusters_for(
@@ -278,32 +277,33 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
     async def apply(
         self, session: AsyncSession, guard: LeaseGuard, snapshot: SecretView, outcome: SyncOutcome
     ) -> None:
-        generation = await SecretRepository.from_session(session).generation_under_lease(
-            snapshot.id, guard.lease.token
-        )
-        if generation is None:
-            return  # the lease was lost; a newer pass owns the row
+        # Every change below is one statement under the lease (``single_statements``), and
+        # the time stamped is the database's, from the lease: no round trip to ask it.
+        now = guard.lease.now()
         if snapshot.deleting:
-            await self._apply_deletion(guard, outcome)
+            await self._apply_deletion(guard, outcome, now)
             return
-        if generation != snapshot.generation:
-            # Desired state changed while we worked: keep what we learnt about copies and
-            # let the next pass (already due) compute the status of the new targets.
-            await guard.update(applied=outcome.applied)
+        if await self._apply_status(guard, snapshot, outcome, now):
             return
-        await self._apply_status(guard, snapshot, outcome)
+        # Nothing written: the lease was lost (a newer pass owns the row, and this write
+        # changes nothing either), or desired state changed while we worked: keep what we
+        # learnt about copies and let the next pass (already due) compute the status of
+        # the new targets.
+        await guard.update(applied=outcome.applied)
 
-    async def _apply_deletion(self, guard: LeaseGuard, outcome: SyncOutcome) -> None:
+    async def _apply_deletion(self, guard: LeaseGuard, outcome: SyncOutcome, now: datetime) -> None:
         if not outcome.applied:
             await guard.delete()
             return
-        next_at = await guard.now() + timedelta(seconds=self.retry_seconds)
+        next_at = now + timedelta(seconds=self.retry_seconds)
         await guard.update(applied=outcome.applied, reconcile_at=next_at)
 
     async def _apply_status(
-        self, guard: LeaseGuard, snapshot: SecretView, outcome: SyncOutcome
-    ) -> None:
-        now = await guard.now()
+        self, guard: LeaseGuard, snapshot: SecretView, outcome: SyncOutcome, now: datetime
+    ) -> bool:
+        """Record the status of the generation acted on; False when the row no longer has
+        that generation (a PATCH or DELETE committed meanwhile; one in flight holds the row
+        and this statement waits for it) or the lease was lost."""
         phase = overall_phase(outcome.statuses)
         if phase is SyncPhase.synced and outcome.removals_pending:
             # Desired state is not reached while a removed target's copy is still there.
@@ -318,19 +318,22 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
         }
         visible = {"phase": phase.value, "sync_statuses": outcome.statuses}
         before = {"phase": snapshot.phase, "sync_statuses": snapshot.statuses}
+        table = Secret.__table__
         if visible != before or _without_times(conditions) != _without_times(snapshot.conditions):
-            table = Secret.__table__
             values.update(
                 visible, conditions=conditions, resource_version=table.c.resource_version + 1
             )
-            if phase.value != snapshot.phase:
-                log.info(
-                    "secret sync phase changed",
-                    tenant=snapshot.tenant,
-                    secret=snapshot.name,
-                    phase=phase.value,
-                )
-        await guard.update(**values)
+        current = table.c.generation == snapshot.generation
+        if not await guard.update(where=current, **values):
+            return False
+        if phase.value != snapshot.phase:
+            log.info(
+                "secret sync phase changed",
+                tenant=snapshot.tenant,
+                secret=snapshot.name,
+                phase=phase.value,
+            )
+        return True
 
 
 def _path_failure(path: PathCheck | None) -> tuple[SyncPhase, Reason, str] | None:

@@ -1,14 +1,20 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from typing import Any
 
-from sqlalchemy import Select, or_, select, update
+from sqlalchemy import ColumnElement, Select, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.schema import Table
 
 from tenantplane.cluster.models import Cluster
 from tenantplane.db.base import utcnow
 from tenantplane.secret.models import Secret
 from tenantplane.tenant.models import Tenant
+
+_SECRETS: Table = Secret.__table__  # type: ignore[assignment]
+_COLUMNS = tuple(column.key for column in _SECRETS.columns)
+_INSERT = insert(_SECRETS)
 
 
 class SecretRepository:
@@ -42,8 +48,16 @@ class SecretRepository:
             statement = statement.with_for_update()
         return (await self.session.execute(statement)).scalar_one_or_none()
 
-    def add(self, secret: Secret) -> None:
-        self.session.add(secret)
+    async def insert(self, secret: Secret, *, returning: ColumnElement[Any] | None = None) -> None:
+        """Insert ``secret`` as one plain INSERT, leaving the object out of the session: the
+        unit of work would cost more than the statement (a new row has nothing to track).
+        ``returning``: an expression to evaluate in the same statement (a wake-up NOTIFY).
+        Raises IntegrityError when a live secret of the tenant has the name."""
+        # The attributes set on the object, as parameters of a statement built once (its
+        # compiled form is reused as is); the columns' defaults fill in the rest.
+        values = {key: secret.__dict__[key] for key in _COLUMNS if key in secret.__dict__}
+        statement = _INSERT if returning is None else _INSERT.returning(returning)
+        await self.session.execute(statement, values)
 
     async def live_cluster_names(self, tenant_id: int, names: Collection[str]) -> set[str]:
         """Which of ``names`` are clusters of the tenant that are not being deleted."""
@@ -82,12 +96,15 @@ class SecretRepository:
 
     # -- reconciler side: one row, by id --------------------------------------------------
 
-    async def by_id(self, row_id: int) -> Secret | None:
-        return await self.session.get(Secret, row_id)
-
-    async def tenant_name(self, tenant_id: int) -> str | None:
-        statement = select(Tenant.name).where(Tenant.id == tenant_id)
-        return (await self.session.execute(statement)).scalar_one_or_none()
+    async def with_tenant_name(self, row_id: int) -> tuple[Secret, str] | None:
+        """The secret and its tenant's name, in one statement (None: either is gone)."""
+        statement = (
+            select(Secret, Tenant.name)
+            .join(Tenant, Tenant.id == Secret.tenant_id)
+            .where(Secret.id == row_id)
+        )
+        row = (await self.session.execute(statement)).one_or_none()
+        return None if row is None else (row[0], row[1])
 
     async def clusters_for(
         self, tenant_id: int, names: Collection[str], uids: Collection[str]
@@ -100,12 +117,3 @@ class SecretRepository:
             or_(Cluster.name.in_(set(names)), Cluster.uid.in_(set(uids))),
         )
         return (await self.session.execute(statement)).scalars().all()
-
-    async def generation_under_lease(self, row_id: int, token: str) -> int | None:
-        """The current generation, locked until commit, if the lease is still held."""
-        statement = (
-            select(Secret.generation)
-            .where(Secret.id == row_id, Secret.lock_token == token)
-            .with_for_update()
-        )
-        return (await self.session.execute(statement)).scalar_one_or_none()

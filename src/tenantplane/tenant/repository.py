@@ -2,13 +2,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import func, select
+from sqlalchemy import Integer, bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.tenant.models import Tenant, TenantState
 
 # Namespace of the advisory locks that order tenant writes against state changes ("stat").
 _STATE_LOCK_CLASS = 0x7374_6174
+
+# Every write runs these two: built once, executed with the tenant's id as a parameter, so
+# their compiled forms are reused as they are.
+_SHARE_STATE_LOCK = select(
+    func.pg_advisory_xact_lock_shared(_STATE_LOCK_CLASS, bindparam("tenant_id", type_=Integer))
+)
+_STATE = select(Tenant.state).where(Tenant.id == bindparam("tenant_id"))
 
 
 class TenantRepository:
@@ -41,12 +48,10 @@ class TenantRepository:
         held to the end of the transaction, makes a state change (which takes the lock
         exclusively) wait for writes in flight, and writes arriving during a change wait
         for it and then read the new state. SQLite runs one writer at a time anyway."""
+        parameters = {"tenant_id": tenant_id}
         if self._is_postgresql:
-            await self.session.execute(
-                select(func.pg_advisory_xact_lock_shared(_STATE_LOCK_CLASS, tenant_id))
-            )
-        statement = select(Tenant.state).where(Tenant.id == tenant_id)
-        return (await self.session.execute(statement)).scalar_one_or_none()
+            await self.session.execute(_SHARE_STATE_LOCK, parameters)
+        return (await self.session.execute(_STATE, parameters)).scalar_one_or_none()
 
     async def lock_for_state_change(self, name: str) -> Tenant | None:
         """The tenant, locked against concurrent writes and state changes until commit."""
