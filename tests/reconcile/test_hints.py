@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import asyncio
 
+import psycopg
+import pytest
 from sqlalchemy import event, text
 
 from tenantplane.db.engine import Database
 from tenantplane.reconcile import wake_after_commit
-from tenantplane.reconcile.hints import NOTIFY_CHANNEL, wakeups
+from tenantplane.reconcile.hints import NOTIFY_CHANNEL, wake_after_commit_announced, wakeups
 
 NAME = "test-hints"
 
@@ -90,3 +92,63 @@ async def test_other_processes_are_notified_once_at_the_outer_commit(database: D
         event.remove(engine, "before_cursor_execute", record)
     expected = 1 if database.engine.dialect.name == "postgresql" else 0
     assert len(notified) == expected, (NOTIFY_CHANNEL, notified)
+
+
+async def _listen(database: Database) -> psycopg.AsyncConnection[object]:
+    url = database.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+    connection = await psycopg.AsyncConnection.connect(url, autocommit=True)
+    await connection.execute(f"LISTEN {NOTIFY_CHANNEL}")
+    return connection
+
+
+async def _received(connection: psycopg.AsyncConnection[object]) -> list[str]:
+    # Each delivered notification: a NOTIFY is delivered at commit, or never.
+    await connection.execute("SELECT 1")  # reads what the server sent meanwhile
+    return [notify.payload async for notify in connection.notifies(timeout=0.2)]
+
+
+async def test_an_announced_hint_is_sent_once_and_delivered_at_commit_only(
+    database: Database,
+) -> None:
+    if database.engine.dialect.name != "postgresql":
+        pytest.skip("NOTIFY is PostgreSQL's")
+    notified: list[str] = []
+
+    def record(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+        if "pg_notify" in statement:
+            notified.append(statement)
+
+    listener = await _listen(database)
+    engine = database.engine.sync_engine
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        async with database.sessionmaker() as session, session.begin():
+            await wake_after_commit_announced(session, NAME)
+            assert len(notified) == 1
+            assert await _received(listener) == []  # not before the commit
+        assert len(notified) == 1  # not sent again by the commit
+        assert await _received(listener) == [NAME]
+        async with database.sessionmaker() as session:
+            await session.begin()
+            await wake_after_commit_announced(session, NAME)
+            await session.rollback()
+        assert await _received(listener) == []
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+        await listener.close()
+
+
+async def test_a_hint_announced_in_a_rolled_back_savepoint_is_sent_again_at_commit(
+    database: Database,
+) -> None:
+    if database.engine.dialect.name != "postgresql":
+        pytest.skip("NOTIFY is PostgreSQL's")
+    listener = await _listen(database)
+    try:
+        async with database.sessionmaker() as session, session.begin():
+            savepoint = await session.begin_nested()
+            await wake_after_commit_announced(session, NAME)
+            await savepoint.rollback()  # PostgreSQL drops the savepoint's NOTIFY
+        assert await _received(listener) == [NAME]
+    finally:
+        await listener.close()

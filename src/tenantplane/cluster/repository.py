@@ -4,7 +4,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Row, Select, bindparam, func, select
+from sqlalchemy import Row, Select, bindparam, func, insert, literal, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.cluster.models import Cluster, ClusterHistory
@@ -160,6 +160,41 @@ class ClusterRepository:
             statement = statement.where(Cluster.id != excluding)
         count, cpu, memory, storage = (await self.session.execute(statement)).one()
         return Usage(int(count), int(cpu), int(memory), int(storage))
+
+    async def insert_within(
+        self, tenant_id: int, values: dict[str, Any], room: Usage
+    ) -> Cluster | None:
+        """Insert a cluster of ``values`` if the tenant's clusters, this one included, stay
+        within ``room``; None (nothing inserted) otherwise.
+
+        One statement: the limit check and the insert share its snapshot, taken after the
+        caller's ``lock_tenant``, so a concurrent create of the tenant (waiting on that lock)
+        sees this row. Before, the usage query and the insert were two round trips more
+        while every other create of the tenant waited on the lock.
+        """
+        table = Cluster.__table__
+        usage = (
+            select(
+                func.count(Cluster.id).label("clusters"),
+                func.coalesce(func.sum(Cluster.cpu_millicores), 0).label("cpu"),
+                func.coalesce(func.sum(Cluster.memory_bytes), 0).label("memory"),
+                func.coalesce(func.sum(Cluster.storage_bytes), 0).label("storage"),
+            )
+            .where(Cluster.tenant_id == tenant_id)
+            .subquery()
+        )
+        row = (
+            select(*(literal(value, table.c[name].type) for name, value in values.items()))
+            .select_from(usage)
+            .where(
+                usage.c.clusters + 1 <= room.clusters,
+                usage.c.cpu + values["cpu_millicores"] <= room.cpu_millicores,
+                usage.c.memory + values["memory_bytes"] <= room.memory_bytes,
+                usage.c.storage + values["storage_bytes"] <= room.storage_bytes,
+            )
+        )
+        statement = insert(Cluster).from_select(list(values), row).returning(Cluster)
+        return (await self.session.scalars(statement)).one_or_none()
 
     def add(self, cluster: Cluster) -> None:
         self.session.add(cluster)

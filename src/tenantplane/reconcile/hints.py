@@ -19,6 +19,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
 _PENDING_KEY = "tenantplane.reconcile.wake"
+# Names whose NOTIFY this transaction has already sent (wake_after_commit_announced).
+_SENT_KEY = "tenantplane.reconcile.notified"
 NOTIFY_CHANNEL = "tenantplane_reconcile"
 
 
@@ -54,6 +56,21 @@ def wake_after_commit(session: AsyncSession | Session, name: str) -> None:
     sync_session.info.setdefault(_PENDING_KEY, set()).add(name)
 
 
+async def wake_after_commit_announced(session: AsyncSession, name: str) -> None:
+    """``wake_after_commit``, with the NOTIFY to other processes sent now instead of just
+    before the commit. PostgreSQL delivers it at commit either way (and drops it on
+    rollback); a writer about to take a lock that others queue on (a tenant's, for plan
+    limits) sends it first, so that it holds the lock one round trip less."""
+    wake_after_commit(session, name)
+    sync_session = session.sync_session
+    if sync_session.get_bind().dialect.name != "postgresql":
+        return
+    await session.execute(
+        text("SELECT pg_notify(:channel, :name)"), {"channel": NOTIFY_CHANNEL, "name": name}
+    )
+    sync_session.info.setdefault(_SENT_KEY, set()).add(name)
+
+
 def wake_now(name: str) -> None:
     """Wake the reconciler ``name`` at once (for code that has already committed)."""
     wakeups.wake(name)
@@ -69,7 +86,7 @@ def wake_now(name: str) -> None:
 def _notify_other_processes(session: Session) -> None:
     if session.in_nested_transaction():
         return
-    names = session.info.get(_PENDING_KEY)
+    names = session.info.get(_PENDING_KEY, set()) - session.info.get(_SENT_KEY, set())
     if not names or session.get_bind().dialect.name != "postgresql":
         return
     for name in sorted(names):
@@ -82,6 +99,7 @@ def _notify_other_processes(session: Session) -> None:
 def _after_commit(session: Session) -> None:
     if session.in_nested_transaction():
         return  # a savepoint was released; the outer transaction goes on
+    session.info.pop(_SENT_KEY, None)
     for name in session.info.pop(_PENDING_KEY, set()):
         wakeups.wake(name)
 
@@ -91,6 +109,8 @@ def _after_rollback(session: Session) -> None:
     # A rolled-back savepoint keeps every hint of its transaction: telling the hints made
     # inside it from those made before would cost bookkeeping, and a spare wake-up only makes
     # a runner look once for nothing, where a lost one delays a change until the idle poll.
+    # A NOTIFY sent inside the rolled-back savepoint is dropped with it: sent again at commit.
+    session.info.pop(_SENT_KEY, None)
     if session.in_nested_transaction():
         return
     session.info.pop(_PENDING_KEY, None)
