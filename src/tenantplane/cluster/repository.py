@@ -196,9 +196,6 @@ class ClusterRepository:
         statement = insert(Cluster).from_select(list(values), row).returning(Cluster)
         return (await self.session.scalars(statement)).one_or_none()
 
-    def add(self, cluster: Cluster) -> None:
-        self.session.add(cluster)
-
     def record(self, entry: ClusterHistory) -> None:
         self.session.add(entry)
 
