@@ -131,7 +131,10 @@ async def _api_key_identity(request: Request, raw_key: str) -> Identity:
     resolution = timedelta(seconds=settings.api_key_last_used_resolution_seconds)
     rehash = found.derivation != current_derivation
     if rehash or found.last_used_at is None or found.last_used_at < now - resolution:
-        await _record_use(database, found, digest, current_derivation, now, resolution)
+        await cache.record_use(
+            found.key_id,
+            lambda: _record_use(database, found, digest, current_derivation, now, resolution),
+        )
         cache.put(
             digest,
             replace(found, key_hash=digest, derivation=current_derivation, last_used_at=now),

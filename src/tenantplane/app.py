@@ -98,10 +98,13 @@ def create_app(
             if settings.run_reconcilers:
                 from tenantplane.reconcilers import build_supervisor
 
+                reconciling = database.for_reconcilers()
+                if reconciling is not database:
+                    closing.push_async_callback(reconciling.dispose)
                 # One alerting client per process: the API's, closed below.
                 supervisor = build_supervisor(
                     settings,
-                    database,
+                    reconciling,
                     ReconcileMetrics(app.state.metrics_registry),
                     shared={"alerting": app.state.alerting_backend},
                 )

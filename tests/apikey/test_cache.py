@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
+from sqlalchemy import event
 
 from tenantplane.apikey.cache import CachedKey, KeyCache
 from tenantplane.config import Settings
@@ -71,6 +72,38 @@ async def test_concurrent_requests_with_one_key_share_one_lookup(
             )
         assert [answer.status_code for answer in answers] == [200] * 8
         assert len(lookups) == 1, lookups
+
+
+async def test_a_burst_with_a_key_due_for_lastusedat_writes_it_once(
+    database: Database, database_url: str, tmp_path: Path, factory: Factory
+) -> None:
+    # Each write would hold a pooled connection and queue on the key's row lock: a burst of
+    # writes with a new key spent the pool on them (503 DATABASE_UNAVAILABLE).
+    tenant = await factory.tenant()
+    settings = make_settings(database_url, tmp_path, run_reconcilers=False)
+    async with running_app(settings) as app, api_client(app) as client:
+        writes: list[str] = []
+
+        def record(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+            if statement.startswith("UPDATE api_keys"):
+                writes.append(statement)
+
+        engine = app.state.database.engine.sync_engine
+        event.listen(engine, "before_cursor_execute", record)
+        try:
+            answers = await asyncio.gather(
+                *(
+                    client.get(f"{tenant.path}/clusters", headers=bearer(tenant.readonly_key))
+                    for _ in range(8)
+                )
+            )
+        finally:
+            event.remove(engine, "before_cursor_execute", record)
+        assert [answer.status_code for answer in answers] == [200] * 8
+        assert len(writes) == 1, writes
+        keys = await client.get(f"{tenant.path}/apikeys", headers=bearer(tenant.admin_key))
+        used = [key for key in keys.json()["items"] if key.get("lastUsedAt")]
+        assert len(used) >= 1, keys.json()
 
 
 async def test_a_wrong_key_is_never_cached(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import httpx
@@ -128,3 +129,40 @@ plans:
             f"{tenant.path}/clusters", json={"name": "two"}, headers=bearer(tenant.admin_key)
         )
         assert_limit(second, "clusters")
+
+
+async def test_concurrent_creates_never_go_over_the_limit_together(
+    paused_client: httpx.AsyncClient, factory: Factory
+) -> None:
+    # The limit check and the insert are one statement under the tenant's lock: creates
+    # queued on that lock each see the clusters of those before them.
+    tenant = await factory.tenant(plan=Plan.starter)
+    answers = await asyncio.gather(
+        *(
+            paused_client.post(
+                f"{tenant.path}/clusters", json={"name": f"c{i}"}, headers=bearer(tenant.admin_key)
+            )
+            for i in range(8)
+        )
+    )
+    assert sorted(answer.status_code for answer in answers) == [201] * 3 + [403] * 5
+    for refused in (answer for answer in answers if answer.status_code == 403):
+        assert_limit(refused, "clusters")
+    created = sorted(answer.json()["name"] for answer in answers if answer.status_code == 201)
+    assert sorted(await names(paused_client, tenant)) == created
+
+
+async def test_concurrent_creates_of_one_name_make_one_cluster(
+    paused_client: httpx.AsyncClient, factory: Factory
+) -> None:
+    tenant = await factory.tenant(plan=Plan.pro)
+    answers = await asyncio.gather(
+        *(
+            paused_client.post(
+                f"{tenant.path}/clusters", json={"name": "same"}, headers=bearer(tenant.admin_key)
+            )
+            for _ in range(5)
+        )
+    )
+    assert sorted(answer.status_code for answer in answers) == [201] + [409] * 4
+    assert await names(paused_client, tenant) == ["same"]

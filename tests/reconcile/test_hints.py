@@ -9,11 +9,18 @@ from __future__ import annotations
 
 import asyncio
 
+import psycopg
 from sqlalchemy import event, select, text
 
 from tenantplane.db.engine import Database
+from tenantplane.db.urls import libpq_dsn
 from tenantplane.reconcile import wake_after_commit
-from tenantplane.reconcile.hints import NOTIFY_CHANNEL, notify_in_statement, wakeups
+from tenantplane.reconcile.hints import (
+    NOTIFY_CHANNEL,
+    notify_in_statement,
+    wake_after_commit_announced,
+    wakeups,
+)
 
 NAME = "test-hints"
 
@@ -121,3 +128,83 @@ async def test_a_notify_carried_by_a_statement_is_not_sent_again_at_commit(
         event.remove(engine, "before_cursor_execute", record)
     assert carried_count == (1 if postgresql else 0), notified
     assert len(notified) == (2 if postgresql else 0), notified
+
+
+async def _listen(database: Database) -> psycopg.AsyncConnection[object]:
+    dsn = libpq_dsn(database.engine.url.render_as_string(hide_password=False))
+    connection = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
+    await connection.execute(f"LISTEN {NOTIFY_CHANNEL}")
+    return connection
+
+
+async def _received(connection: psycopg.AsyncConnection[object]) -> list[str]:
+    # Each delivered notification: a NOTIFY is delivered at commit, or never.
+    await connection.execute("SELECT 1")  # reads what the server sent meanwhile
+    return [notify.payload async for notify in connection.notifies(timeout=0.2)]
+
+
+async def test_an_announced_hint_is_sent_once_and_delivered_at_commit_only(
+    database: Database,
+) -> None:
+    if database.is_sqlite:
+        await _announced_hint_wakes_this_process_at_commit_only(database)
+        return
+    notified: list[str] = []
+
+    def record(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+        if "pg_notify" in statement:
+            notified.append(statement)
+
+    listener = await _listen(database)
+    engine = database.engine.sync_engine
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        async with database.sessionmaker() as session, session.begin():
+            await wake_after_commit_announced(session, NAME)
+            assert len(notified) == 1
+            assert await _received(listener) == []  # not before the commit
+        assert len(notified) == 1  # not sent again by the commit
+        assert await _received(listener) == [NAME]
+        async with database.sessionmaker() as session:
+            await session.begin()
+            await wake_after_commit_announced(session, NAME)
+            await session.rollback()
+        assert await _received(listener) == []
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+        await listener.close()
+
+
+async def test_a_hint_announced_in_a_rolled_back_savepoint_is_sent_again_at_commit(
+    database: Database,
+) -> None:
+    if database.is_sqlite:
+        await _announced_hint_wakes_this_process_at_commit_only(database, savepoint=True)
+        return
+    listener = await _listen(database)
+    try:
+        async with database.sessionmaker() as session, session.begin():
+            savepoint = await session.begin_nested()
+            await wake_after_commit_announced(session, NAME)
+            await savepoint.rollback()  # PostgreSQL drops the savepoint's NOTIFY
+        assert await _received(listener) == [NAME]
+    finally:
+        await listener.close()
+
+
+async def _announced_hint_wakes_this_process_at_commit_only(
+    database: Database, *, savepoint: bool = False
+) -> None:
+    """SQLite has no NOTIFY: an announced hint wakes this process's runners at commit, even
+    when announced in a savepoint that was rolled back."""
+    wake = wakeups.subscribe(NAME)
+    try:
+        async with database.sessionmaker() as session, session.begin():
+            nested = await session.begin_nested() if savepoint else None
+            await wake_after_commit_announced(session, NAME)
+            if nested is not None:
+                await nested.rollback()
+            assert not wake.is_set()
+        assert wake.is_set()
+    finally:
+        wakeups.unsubscribe(NAME, wake)

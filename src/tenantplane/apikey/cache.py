@@ -49,6 +49,7 @@ class KeyCache(Generic[T]):
         self.max_entries = max_entries
         self._entries: dict[bytes, _Entry[T]] = {}
         self._inflight: dict[bytes, asyncio.Future[CachedKey[T] | None]] = {}
+        self._recording: set[str] = set()
 
     @property
     def enabled(self) -> bool:
@@ -94,6 +95,19 @@ class KeyCache(Generic[T]):
             return found
         finally:
             del self._inflight[digest]
+
+    async def record_use(self, key_id: str, record: Callable[[], Awaitable[None]]) -> None:
+        """Run ``record`` (the ``lastUsedAt`` write) unless one for this key is already under
+        way in this process: that one records a use in the same resolution window. Without
+        this, a burst of requests with a key not recorded for a while made one write each,
+        every one holding a pooled connection and queueing on the key's row lock."""
+        if key_id in self._recording:
+            return
+        self._recording.add(key_id)
+        try:
+            await record()
+        finally:
+            self._recording.discard(key_id)
 
     def put(self, digest: bytes, key: CachedKey[T]) -> None:
         if not self.enabled:

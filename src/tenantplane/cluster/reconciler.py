@@ -128,6 +128,11 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
             next_at = now  # the spec changed, or someone asked for a look, while we were away
         elif outcome.settled and not cluster.is_terminating:
             next_at = now + self.resync
+        elif outcome.next_change_seconds is not None:
+            # When the orchestrator's next step is due (measured from its own call, so this
+            # look comes a little after it): a look a whole interval after this one would
+            # add the time between the orchestrator's call and now to every step.
+            next_at = now + min(self.progress, timedelta(seconds=outcome.next_change_seconds))
         else:
             next_at = now + self.progress
         values: dict[str, Any] = {**changes, "reconcile_at": next_at}

@@ -2,8 +2,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import Select, bindparam, func, select
+from sqlalchemy import Select, bindparam, func, insert, literal, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.cluster.models import Cluster, ClusterHistory
@@ -161,8 +162,40 @@ class ClusterRepository:
         count, cpu, memory, storage = (await self.session.execute(statement)).one()
         return Usage(int(count), int(cpu), int(memory), int(storage))
 
-    def add(self, cluster: Cluster) -> None:
-        self.session.add(cluster)
+    async def insert_within(
+        self, tenant_id: int, values: dict[str, Any], room: Usage
+    ) -> Cluster | None:
+        """Insert a cluster of ``values`` if the tenant's clusters, this one included, stay
+        within ``room``; None (nothing inserted) otherwise.
+
+        One statement: the limit check and the insert share its snapshot, taken after the
+        caller's ``lock_tenant``, so a concurrent create of the tenant (waiting on that lock)
+        sees this row. Before, the usage query and the insert were two round trips more
+        while every other create of the tenant waited on the lock.
+        """
+        table = Cluster.__table__
+        usage = (
+            select(
+                func.count(Cluster.id).label("clusters"),
+                func.coalesce(func.sum(Cluster.cpu_millicores), 0).label("cpu"),
+                func.coalesce(func.sum(Cluster.memory_bytes), 0).label("memory"),
+                func.coalesce(func.sum(Cluster.storage_bytes), 0).label("storage"),
+            )
+            .where(Cluster.tenant_id == tenant_id)
+            .subquery()
+        )
+        row = (
+            select(*(literal(value, table.c[name].type) for name, value in values.items()))
+            .select_from(usage)
+            .where(
+                usage.c.clusters + 1 <= room.clusters,
+                usage.c.cpu + values["cpu_millicores"] <= room.cpu_millicores,
+                usage.c.memory + values["memory_bytes"] <= room.memory_bytes,
+                usage.c.storage + values["storage_bytes"] <= room.storage_bytes,
+            )
+        )
+        statement = insert(Cluster).from_select(list(values), row).returning(Cluster)
+        return (await self.session.scalars(statement)).one_or_none()
 
     def record(self, entry: ClusterHistory) -> None:
         self.session.add(entry)

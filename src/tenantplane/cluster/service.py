@@ -53,7 +53,7 @@ from tenantplane.http.errors import (
     ValidationFailed,
 )
 from tenantplane.http.etag import check_if_match
-from tenantplane.reconcile.hints import wake_after_commit
+from tenantplane.reconcile.hints import wake_after_commit, wake_after_commit_announced
 from tenantplane.secret import service as secret_service
 
 SHARED = "shared"
@@ -209,20 +209,18 @@ async def create(
     warnings = create_warnings(body.high_availability, version, catalogues.versions)
     amounts = amounts_of(body.resources, catalogues.plans.defaults.resources)
     repository = ClusterRepository.from_session(session)
+    # Before the tenant's lock: every create of the tenant waits on it, so the lock is held
+    # for as few round trips as possible. A concurrent create of the same name is still
+    # refused, by the unique constraint.
+    if await repository.get(tenant_id, body.name) is not None:
+        raise Conflict(f"cluster {body.name} already exists", field="name")
+    await wake_after_commit_announced(session, CLUSTERS)
     tenant = await repository.lock_tenant(tenant_id)
     if tenant is None:
         raise NotFound("tenant")
-    if await repository.get(tenant_id, body.name) is not None:
-        raise Conflict(f"cluster {body.name} already exists", field="name")
-    check_plan_limits(
-        tenant.plan.value,
-        catalogues.plans.limits(tenant.plan),
-        await repository.usage(tenant_id),
-        amounts,
-        new_cluster=True,
-    )
+    limits = catalogues.plans.limits(tenant.plan)
     now = utcnow()
-    cluster = Cluster(
+    values: dict[str, Any] = dict(
         uid=uuid.uuid4().hex,
         tenant_id=tenant_id,
         name=body.name,
@@ -238,17 +236,27 @@ async def create(
         storage_bytes=amounts.storage_bytes,
         alerts=body.alerts or {},
         generation=1,
+        resource_version=1,
         phase=ClusterPhase.pending.value,
         ha_phase=HaPhase.pending.value if body.high_availability else HaPhase.none.value,
         reconcile_at=now,
     )
-    repository.add(cluster)
+    room = Usage(
+        clusters=limits.clusters,
+        cpu_millicores=limits.cpu_millicores,
+        memory_bytes=limits.memory_bytes,
+        storage_bytes=limits.storage_bytes,
+    )
     try:
-        await session.flush()
+        cluster = await repository.insert_within(tenant_id, values, room)
     except IntegrityError as exc:
         raise Conflict(f"cluster {body.name} already exists", field="name") from exc
+    if cluster is None:
+        # Over a limit: which one, for the error (the tenant is still locked).
+        usage = await repository.usage(tenant_id)
+        check_plan_limits(tenant.plan.value, limits, usage, amounts, new_cluster=True)
+        raise RuntimeError(f"cluster {body.name} not inserted though within the limits")
     repository.record(ClusterHistory.snapshot(cluster, ClusterEvent.created, now))
-    wake_after_commit(session, CLUSTERS)
     return cluster, warnings
 
 

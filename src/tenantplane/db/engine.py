@@ -16,7 +16,7 @@ import sqlite3
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +51,8 @@ class DatabaseOptions:
     max_overflow: int = 4
     # PostgreSQL's pool of autocommit connections for plain reads (db/reads.py).
     read_pool_size: int = 4
+    # The in-process reconcilers' own pool (Database.for_reconcilers).
+    reconcile_pool_size: int = 4
     pool_timeout_seconds: float = 5.0
     lock_timeout_seconds: float = 5.0
     statement_timeout_seconds: float = 30.0
@@ -65,6 +67,7 @@ class DatabaseOptions:
             pool_size=settings.db_pool_size,
             max_overflow=settings.db_max_overflow,
             read_pool_size=settings.db_read_pool_size,
+            reconcile_pool_size=settings.db_reconcile_pool_size,
             pool_timeout_seconds=settings.db_pool_timeout_seconds,
             lock_timeout_seconds=settings.db_lock_timeout_seconds,
             statement_timeout_seconds=settings.db_statement_timeout_seconds,
@@ -200,10 +203,20 @@ class Database:
     reads: Reads
     # PostgreSQL: sessions in autocommit, for ``statements`` (same pool as ``sessionmaker``).
     autocommit: async_sessionmaker[AsyncSession]
+    options: DatabaseOptions = field(default_factory=DatabaseOptions)
+    # False for a Database that shares another's plain reads (for_reconcilers).
+    owns_reads: bool = True
 
     @classmethod
     def connect(cls, url: str, options: DatabaseOptions | None = None) -> Database:
+        options = options or DatabaseOptions()
         engine = make_engine(url, options)
+        return cls._of(engine, _plain_reads(engine, options), options)
+
+    @classmethod
+    def _of(
+        cls, engine: AsyncEngine, reads: Reads, options: DatabaseOptions, *, owns_reads: bool = True
+    ) -> Database:
         reading = engine.execution_options(**{READ_ONLY: True})
         # The isolation level is set on the connection at checkout and reset on return:
         # psycopg only flips a flag, no round trip.
@@ -212,9 +225,23 @@ class Database:
             engine,
             async_sessionmaker(engine, expire_on_commit=False),
             async_sessionmaker(reading, expire_on_commit=False),
-            _plain_reads(engine, options),
+            reads,
             async_sessionmaker(autocommit, expire_on_commit=False),
+            options,
+            owns_reads,
         )
+
+    def for_reconcilers(self) -> Database:
+        """The same database through a pool of its own (``reconcile_pool_size``, no overflow)
+        for reconcilers running beside the API: requests queued on the API's pool (a burst)
+        would otherwise hold back every reconciler step, each of which waits its turn for a
+        connection behind them. An in-memory SQLite database exists in its one connection:
+        shared as it is."""
+        if self.is_sqlite and self.engine.url.database in (None, "", ":memory:"):
+            return self
+        options = replace(self.options, pool_size=self.options.reconcile_pool_size, max_overflow=0)
+        url = self.engine.url.render_as_string(hide_password=False)
+        return Database._of(make_engine(url, options), self.reads, options, owns_reads=False)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Database:
@@ -246,13 +273,13 @@ class Database:
             yield session
 
     async def dispose(self) -> None:
-        await self.reads.dispose()
+        if self.owns_reads:
+            await self.reads.dispose()
         await self.engine.dispose()
 
 
-def _plain_reads(engine: AsyncEngine, options: DatabaseOptions | None) -> Reads:
+def _plain_reads(engine: AsyncEngine, options: DatabaseOptions) -> Reads:
     if engine.dialect.name != "sqlite":
-        options = options or DatabaseOptions()
         return PostgresReads(
             libpq_dsn(engine.url.render_as_string(hide_password=False)),
             engine.dialect,

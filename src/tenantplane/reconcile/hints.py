@@ -20,7 +20,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
 _PENDING_KEY = "tenantplane.reconcile.wake"
-# Names whose NOTIFY a statement of the current transaction already carries.
+# Names whose NOTIFY the current transaction has already sent (a statement of its own, or
+# carried by one): not sent again before commit.
 _NOTIFIED_KEY = "tenantplane.reconcile.notified"
 NOTIFY_CHANNEL = "tenantplane_reconcile"
 
@@ -73,6 +74,21 @@ def notify_in_statement(session: AsyncSession, name: str) -> ColumnElement[Any] 
     return func.pg_notify(NOTIFY_CHANNEL, name)
 
 
+async def wake_after_commit_announced(session: AsyncSession, name: str) -> None:
+    """``wake_after_commit``, with the NOTIFY to other processes sent now instead of just
+    before the commit. PostgreSQL delivers it at commit either way (and drops it on
+    rollback); a writer about to take a lock that others queue on (a tenant's, for plan
+    limits) sends it first, so that it holds the lock one round trip less."""
+    wake_after_commit(session, name)
+    sync_session = session.sync_session
+    if sync_session.get_bind().dialect.name != "postgresql":
+        return
+    await session.execute(
+        text("SELECT pg_notify(:channel, :name)"), {"channel": NOTIFY_CHANNEL, "name": name}
+    )
+    sync_session.info.setdefault(_NOTIFIED_KEY, set()).add(name)
+
+
 def wake_now(name: str) -> None:
     """Wake the reconciler ``name`` at once (for code that has already committed)."""
     wakeups.wake(name)
@@ -111,7 +127,8 @@ def _after_rollback(session: Session) -> None:
     # A rolled-back savepoint keeps every hint of its transaction: telling the hints made
     # inside it from those made before would cost bookkeeping, and a spare wake-up only makes
     # a runner look once for nothing, where a lost one delays a change until the idle poll.
+    # A NOTIFY sent inside the rolled-back savepoint is dropped with it: sent again at commit.
+    session.info.pop(_NOTIFIED_KEY, None)
     if session.in_nested_transaction():
         return
     session.info.pop(_PENDING_KEY, None)
-    session.info.pop(_NOTIFIED_KEY, None)

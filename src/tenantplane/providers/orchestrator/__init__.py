@@ -57,6 +57,10 @@ class Observation:
     settled: bool = False
     message: str = ""
     metrics: dict[str, Any] = field(default_factory=dict)
+    # Seconds from now until the orchestrator's next change is due, when it knows (the
+    # simulator's next step): the next look is then rather than a whole polling interval
+    # after this one, which would add up to an interval per step.
+    next_change_seconds: float | None = None
 
     @property
     def api_available(self) -> bool:

@@ -16,6 +16,7 @@ survives restarts of tenantplane. Sequences (docs/clusters.md):
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Literal
 
@@ -57,15 +58,15 @@ class SimulatorOrchestrator:
             now = utcnow()
             row = await self._get(session, spec.uid)
             if row is None:
-                return observe(await self._provision(session, spec, now))
+                return self._observe(await self._provision(session, spec, now), now)
             if row.stage in (Stage.deleting, _DELETED):
                 self._advance(row, now, spec)
-                return observe(row)
+                return self._observe(row, now)
             self._advance(row, now, spec)
             row.cpu, row.memory, row.storage = spec.cpu, spec.memory, spec.storage  # online
             if spec.version != row.target_version and _fully_up(row) and row.stage == Stage.ready:
                 self._start_upgrade(row, spec, now)
-            return observe(row)
+            return self._observe(row, now)
 
     async def delete(self, spec: ClusterSpec) -> Observation:
         async with self.database.transaction() as session:
@@ -77,7 +78,7 @@ class SimulatorOrchestrator:
             if row.stage not in (Stage.deleting, _DELETED):
                 row.stage, row.step, row.last_step_at = Stage.deleting, 0, now
                 row.delete_count += 1
-            return observe(row)
+            return self._observe(row, now)
 
     async def fail_replicas(self, uid: str, component: Component, count: int) -> Observation:
         async with self.database.transaction() as session:
@@ -108,6 +109,14 @@ class SimulatorOrchestrator:
             return await self._get(session, uid)
 
     # -- internals ---------------------------------------------------------------------------
+
+    def _observe(self, row: SimulatedCluster, now: datetime) -> Observation:
+        """``observe``, with when the next step is due (one step after the last one)."""
+        observation = observe(row)
+        if observation.settled:
+            return observation
+        due = max((row.last_step_at + self.step - now).total_seconds(), 0.0)
+        return replace(observation, next_change_seconds=due)
 
     async def _get(self, session: AsyncSession, uid: str) -> SimulatedCluster | None:
         statement = select(SimulatedCluster).where(SimulatedCluster.uid == uid)

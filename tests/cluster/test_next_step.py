@@ -1,0 +1,59 @@
+"""The cluster reconciler looks again when the orchestrator's next step is due (the
+simulator says when), not a whole polling interval after its last look: an interval after
+each look would add the time between the orchestrator's call and the look to every step."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy import select, update
+
+from tenantplane.catalogue.versions import load_versions
+from tenantplane.cluster.models import Cluster, ClusterPhase
+from tenantplane.cluster.reconciler import ClusterReconciler
+from tenantplane.db.base import utcnow
+from tenantplane.db.clock import database_now
+from tenantplane.db.engine import Database
+from tenantplane.providers.orchestrator.simulator import SimulatorOrchestrator
+from tenantplane.reconcile.runner import ReconcilerRunner
+from tests.factories import Factory
+from tests.providers.orchestrator.test_simulator import spec
+
+STEP_SECONDS = 1.0
+
+
+async def test_the_next_look_is_when_the_simulators_next_step_is_due(
+    database: Database, factory: Factory
+) -> None:
+    tenant = await factory.tenant()
+    cluster = await factory.cluster_row(tenant.id, phase=ClusterPhase.pending)
+    async with database.transaction() as session:
+        await session.execute(
+            update(Cluster).where(Cluster.id == cluster.id).values(reconcile_at=utcnow())
+        )
+    reconciler = ClusterReconciler(
+        SimulatorOrchestrator(database, STEP_SECONDS),
+        load_versions(),
+        progress_seconds=3600,  # the polling interval: far longer than a step
+        resync_seconds=3600,
+    )
+    runner = ReconcilerRunner(database, reconciler, idle_poll_seconds=3600)
+    assert await runner.run_once() == 1  # provisions: the first step is one step away
+    async with database.transaction() as session:
+        now = await database_now(session)
+        row = (await session.execute(select(Cluster).where(Cluster.id == cluster.id))).scalar_one()
+    assert row.phase == ClusterPhase.provisioning.value, row.phase
+    assert row.reconcile_at is not None
+    assert row.reconcile_at - now <= timedelta(seconds=STEP_SECONDS)
+
+
+async def test_the_simulator_says_when_its_next_step_is_due_until_settled(
+    database: Database,
+) -> None:
+    orchestrator = SimulatorOrchestrator(database, step_seconds=0)
+    wanted = spec()
+    first = await orchestrator.apply(wanted)
+    assert first.next_change_seconds is not None
+    settled = await orchestrator.apply(wanted)
+    assert settled.settled
+    assert settled.next_change_seconds is None
