@@ -159,6 +159,7 @@ class PostgresReads:
         self._prepared: dict[int, _Prepared] = {}
         self._pool: AsyncConnectionPool | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._opening: asyncio.Task[None] | None = None
         # Called with the SQL of each statement before it is sent (tests count them).
         self.listeners: list[Callable[[str], None]] = []
 
@@ -173,7 +174,7 @@ class PostgresReads:
         return await self._run(list(statements), snapshot=True)
 
     async def dispose(self) -> None:
-        pool, self._pool, self._loop = self._pool, None, None
+        pool, self._pool, self._opening, self._loop = self._pool, None, None, None
         if pool is not None:
             await pool.close()
 
@@ -214,7 +215,7 @@ class PostgresReads:
             if connection.broken:
                 # The server ended the connection (a restart): check the idle ones now, so
                 # one request, not one per pooled connection, learns of it.
-                await self._opened_pool().check()
+                await (await self._opened_pool()).check()
             raise DBAPIError.instance(
                 prepared.sql,
                 dict(values),
@@ -234,8 +235,7 @@ class PostgresReads:
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
-        pool = self._opened_pool()
-        await pool.open()
+        pool = await self._opened_pool()
         try:
             async with pool.connection() as connection:
                 yield connection
@@ -244,11 +244,12 @@ class PostgresReads:
                 f"no plain-read connection within {self._timeout:g} s"
             ) from exc
 
-    def _opened_pool(self) -> AsyncConnectionPool:
+    async def _opened_pool(self) -> AsyncConnectionPool:
         loop = asyncio.get_running_loop()
-        if self._pool is None or self._loop is not loop:
+        pool, opening = self._pool, self._opening
+        if pool is None or opening is None or self._loop is not loop:
             # A pool belongs to the event loop that opened it (a CLI command runs its own).
-            self._pool = AsyncConnectionPool(
+            pool = AsyncConnectionPool(
                 self._dsn,
                 min_size=self._size,
                 max_size=self._size,
@@ -258,8 +259,12 @@ class PostgresReads:
                 open=False,
                 name="plain-reads",
             )
-            self._loop = loop
-        return self._pool
+            # Opened once for every caller (``open`` takes the pool's lock: not on each read;
+            # awaiting the finished task costs nothing).
+            opening = loop.create_task(pool.open())
+            self._pool, self._opening, self._loop = pool, opening, loop
+        await opening
+        return pool
 
 
 async def _configure(connection: psycopg.AsyncConnection[Any]) -> None:
