@@ -524,25 +524,24 @@ async def test_a_taken_name_under_an_idempotency_key_is_kept_and_replayed(
     aborted by it): the key still records it, and a repeat gets the same answer."""
     tenant = await factory.tenant()
     url = f"{tenant.path}/secrets"
-    body = {"name": "db-creds", "secretPath": "apps/db"}
-    first = await client.post(
-        url, json=body, headers={**bearer(tenant.admin_key), "Idempotency-Key": '"one"'}
-    )
+
+    async def create(key: str) -> httpx.Response:
+        return await client.post(
+            url,
+            json={"name": "db-creds", "secretPath": "apps/db"},
+            headers={**bearer(tenant.admin_key), "Idempotency-Key": f'"{key}"'},
+        )
+
+    first = await create("one")
     assert first.status_code == 201, first.text
-    again = await client.post(
-        url, json=body, headers={**bearer(tenant.admin_key), "Idempotency-Key": '"one"'}
-    )
+    again = await create("one")
     assert again.status_code == 201
     assert again.headers["Idempotent-Replayed"] == "true"
     assert again.headers["ETag"] == first.headers["ETag"]
     assert again.json() == first.json()
-    taken = await client.post(
-        url, json=body, headers={**bearer(tenant.admin_key), "Idempotency-Key": '"two"'}
-    )
+    taken = await create("two")
     assert taken.status_code == 409, taken.text
-    repeated = await client.post(
-        url, json=body, headers={**bearer(tenant.admin_key), "Idempotency-Key": '"two"'}
-    )
+    repeated = await create("two")
     assert repeated.status_code == 409
     assert repeated.headers["Idempotent-Replayed"] == "true"
     assert repeated.json() == taken.json()
