@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 import pytest
+from sqlalchemy import event
 
+from tenantplane.db.engine import Database
 from tenantplane.tenant.models import Plan
 from tests.cluster.polling import create_cluster
 from tests.cluster.test_quantity import INVALID
+from tests.conftest import make_settings
 from tests.factories import Factory
-from tests.http_client import bearer
+from tests.http_client import api_client, bearer, running_app
+from tests.wakeups import wake_ups
 
 
 async def test_create_fills_defaults_and_returns_etag_and_warnings(
@@ -295,3 +301,45 @@ async def test_versions_catalogue_is_listed(client: httpx.AsyncClient, factory: 
         item["kubernetesVersion"].startswith(f"v{item['version']}.") for item in body["items"]
     )
     assert [item["default"] for item in body["items"]] == [False, False, True, False]
+
+
+async def test_a_create_carries_its_wake_up_in_its_insert(
+    database: Database, database_url: str, factory: Factory, tmp_path: Path
+) -> None:
+    """The NOTIFY that wakes other processes' reconcilers rides in the INSERT (no statement
+    of its own, none while the tenant's lock is held); it is delivered at commit, and this
+    process's runners are woken too. A create over the plan's limit inserts no row, so its
+    RETURNING evaluates nothing."""
+    tenant = await factory.tenant(plan=Plan.starter)
+    postgresql = database.engine.dialect.name == "postgresql"
+    statements: list[str] = []
+
+    def record(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+        statements.append(" ".join(statement.split()).upper())
+
+    settings = make_settings(database_url, tmp_path, run_reconcilers=False)
+    async with (
+        wake_ups(database_url, "clusters") as woken,
+        running_app(settings) as app,
+        api_client(app) as client,
+    ):
+        engine = app.state.database.engine.sync_engine
+        event.listen(engine, "before_cursor_execute", record)
+        try:
+            answers = [
+                await client.post(
+                    f"{tenant.path}/clusters",
+                    json={"name": f"c{i}"},
+                    headers=bearer(tenant.admin_key),
+                )
+                for i in range(4)  # the starter plan allows 3
+            ]
+        finally:
+            event.remove(engine, "before_cursor_execute", record)
+        assert [answer.status_code for answer in answers] == [201, 201, 201, 403]
+        assert woken.local.is_set()
+        inserts = [s for s in statements if s.startswith("INSERT INTO CLUSTERS")]
+        assert len(inserts) == 4, statements
+        notifies = [s for s in statements if "PG_NOTIFY" in s]
+        assert notifies == (inserts if postgresql else []), statements
+        await woken.delivered()

@@ -11,6 +11,7 @@ import asyncio
 
 import psycopg
 from sqlalchemy import event, select, text
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.db.engine import Database
 from tenantplane.db.urls import libpq_dsn
@@ -18,7 +19,6 @@ from tenantplane.reconcile import wake_after_commit
 from tenantplane.reconcile.hints import (
     NOTIFY_CHANNEL,
     notify_in_statement,
-    wake_after_commit_announced,
     wakeups,
 )
 
@@ -143,11 +143,18 @@ async def _received(connection: psycopg.AsyncConnection[object]) -> list[str]:
     return [notify.payload async for notify in connection.notifies(timeout=0.2)]
 
 
-async def test_an_announced_hint_is_sent_once_and_delivered_at_commit_only(
+async def _carry(session: AsyncSession) -> None:
+    """A statement the writer runs anyway, carrying the hint's NOTIFY (PostgreSQL)."""
+    carried = notify_in_statement(session, NAME)
+    if carried is not None:
+        await session.execute(select(carried))
+
+
+async def test_a_carried_hint_is_sent_once_and_delivered_at_commit_only(
     database: Database,
 ) -> None:
     if database.is_sqlite:
-        await _announced_hint_wakes_this_process_at_commit_only(database)
+        await _carried_hint_wakes_this_process_at_commit_only(database)
         return
     notified: list[str] = []
 
@@ -160,14 +167,14 @@ async def test_an_announced_hint_is_sent_once_and_delivered_at_commit_only(
     event.listen(engine, "before_cursor_execute", record)
     try:
         async with database.sessionmaker() as session, session.begin():
-            await wake_after_commit_announced(session, NAME)
+            await _carry(session)
             assert len(notified) == 1
             assert await _received(listener) == []  # not before the commit
         assert len(notified) == 1  # not sent again by the commit
         assert await _received(listener) == [NAME]
         async with database.sessionmaker() as session:
             await session.begin()
-            await wake_after_commit_announced(session, NAME)
+            await _carry(session)
             await session.rollback()
         assert await _received(listener) == []
     finally:
@@ -175,34 +182,35 @@ async def test_an_announced_hint_is_sent_once_and_delivered_at_commit_only(
         await listener.close()
 
 
-async def test_a_hint_announced_in_a_rolled_back_savepoint_is_sent_again_at_commit(
+async def test_a_hint_carried_before_a_rolled_back_savepoint_is_sent_again_at_commit(
     database: Database,
 ) -> None:
     if database.is_sqlite:
-        await _announced_hint_wakes_this_process_at_commit_only(database, savepoint=True)
+        await _carried_hint_wakes_this_process_at_commit_only(database, savepoint=True)
         return
     listener = await _listen(database)
     try:
         async with database.sessionmaker() as session, session.begin():
+            await _carry(session)
             savepoint = await session.begin_nested()
-            await wake_after_commit_announced(session, NAME)
-            await savepoint.rollback()  # PostgreSQL drops the savepoint's NOTIFY
-        assert await _received(listener) == [NAME]
+            await session.execute(text("SELECT 1"))
+            await savepoint.rollback()  # forgets what was carried: the commit sends it again
+        assert await _received(listener) == [NAME]  # one delivery (PostgreSQL folds repeats)
     finally:
         await listener.close()
 
 
-async def _announced_hint_wakes_this_process_at_commit_only(
+async def _carried_hint_wakes_this_process_at_commit_only(
     database: Database, *, savepoint: bool = False
 ) -> None:
-    """SQLite has no NOTIFY: an announced hint wakes this process's runners at commit, even
-    when announced in a savepoint that was rolled back."""
+    """SQLite has no NOTIFY (nothing is carried): the hint wakes this process's runners at
+    commit, even with a savepoint rolled back after it."""
     wake = wakeups.subscribe(NAME)
     try:
         async with database.sessionmaker() as session, session.begin():
-            nested = await session.begin_nested() if savepoint else None
-            await wake_after_commit_announced(session, NAME)
-            if nested is not None:
+            await _carry(session)
+            if savepoint:
+                nested = await session.begin_nested()
                 await nested.rollback()
             assert not wake.is_set()
         assert wake.is_set()

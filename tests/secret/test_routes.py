@@ -14,14 +14,13 @@ from sqlalchemy import event
 from tenantplane.cluster.models import ClusterPhase
 from tenantplane.db.engine import Database
 from tenantplane.http.errors import Conflict
-from tenantplane.reconcile.hints import wakeups
-from tenantplane.reconcile.listener import listen
 from tenantplane.secret import service as secret_service
 from tenantplane.secret.schemas import SecretCreate
 from tests.conftest import make_settings
 from tests.factories import Factory, TenantFixture
 from tests.http_client import api_client, bearer, running_app
 from tests.secret.support import wait_for_phase
+from tests.wakeups import wake_ups
 
 
 async def create(
@@ -463,19 +462,6 @@ async def test_a_create_is_one_insert_that_carries_its_wake_up(
     rides in the INSERT instead of a statement of its own, and is delivered at commit."""
     tenant = await factory.tenant()
     postgresql = database.engine.dialect.name == "postgresql"
-    notified: list[str] = []
-    arrived = asyncio.Event()
-
-    def heard(name: str) -> None:
-        notified.append(name)
-        if name == "secrets":
-            arrived.set()
-
-    ready = asyncio.Event()
-    listening = asyncio.create_task(listen(database_url, heard, ready)) if postgresql else None
-    if listening is not None:
-        await asyncio.wait_for(ready.wait(), 30)
-    wake = wakeups.subscribe("secrets")
     statements: list[str] = []
 
     def record(_conn: object, _cursor: object, statement: str, *_: object) -> None:
@@ -483,7 +469,11 @@ async def test_a_create_is_one_insert_that_carries_its_wake_up(
 
     # Reconcilers off: the statements seen are the requests' alone.
     settings = make_settings(database_url, tmp_path, run_reconcilers=False)
-    async with running_app(settings) as app, api_client(app) as client:
+    async with (
+        wake_ups(database_url, "secrets") as woken,
+        running_app(settings) as app,
+        api_client(app) as client,
+    ):
         engine = app.state.database.engine.sync_engine
         event.listen(engine, "before_cursor_execute", record)
         try:
@@ -496,9 +486,8 @@ async def test_a_create_is_one_insert_that_carries_its_wake_up(
         looked = await create(
             client, tenant, {"name": "db-creds", "secretPath": "apps/db", "sync": targets}
         )
-    try:
         assert response.status_code == 201, response.text
-        assert wake.is_set()
+        assert woken.local.is_set()
         assert taken.status_code == 409, taken.text
         # The same answer as the look before the INSERT gives (a create with targets).
         assert looked.status_code == 409, looked.text
@@ -508,13 +497,7 @@ async def test_a_create_is_one_insert_that_carries_its_wake_up(
         assert len(inserts) == 2, statements
         notifies = [s for s in statements if "PG_NOTIFY" in s]
         assert notifies == (inserts if postgresql else []), statements
-        if listening is not None:
-            await asyncio.wait_for(arrived.wait(), 30)
-    finally:
-        wakeups.unsubscribe("secrets", wake)
-        if listening is not None:
-            listening.cancel()
-            await asyncio.gather(listening, return_exceptions=True)
+        await woken.delivered()
 
 
 async def test_a_taken_name_under_an_idempotency_key_is_kept_and_replayed(

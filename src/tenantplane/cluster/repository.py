@@ -4,7 +4,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Select, bindparam, func, insert, literal, select
+from sqlalchemy import ColumnElement, Select, bindparam, func, insert, literal, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.cluster.models import Cluster, ClusterHistory
@@ -163,10 +163,16 @@ class ClusterRepository:
         return Usage(int(count), int(cpu), int(memory), int(storage))
 
     async def insert_within(
-        self, tenant_id: int, values: dict[str, Any], room: Usage
+        self,
+        tenant_id: int,
+        values: dict[str, Any],
+        room: Usage,
+        *,
+        returning: ColumnElement[Any] | None = None,
     ) -> Cluster | None:
         """Insert a cluster of ``values`` if the tenant's clusters, this one included, stay
-        within ``room``; None (nothing inserted) otherwise.
+        within ``room``; None (nothing inserted) otherwise. ``returning``: an expression
+        evaluated in the same statement for an inserted row (a wake-up NOTIFY).
 
         One statement: the limit check and the insert share its snapshot, taken after the
         caller's ``lock_tenant``, so a concurrent create of the tenant (waiting on that lock)
@@ -194,8 +200,10 @@ class ClusterRepository:
                 usage.c.storage + values["storage_bytes"] <= room.storage_bytes,
             )
         )
-        statement = insert(Cluster).from_select(list(values), row).returning(Cluster)
-        return (await self.session.scalars(statement)).one_or_none()
+        extra = () if returning is None else (returning,)
+        statement = insert(Cluster).from_select(list(values), row).returning(Cluster, *extra)
+        inserted = (await self.session.execute(statement)).one_or_none()
+        return None if inserted is None else inserted[0]
 
     def record(self, entry: ClusterHistory) -> None:
         self.session.add(entry)

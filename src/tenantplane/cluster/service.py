@@ -53,7 +53,7 @@ from tenantplane.http.errors import (
     ValidationFailed,
 )
 from tenantplane.http.etag import check_if_match
-from tenantplane.reconcile.hints import wake_after_commit, wake_after_commit_announced
+from tenantplane.reconcile.hints import notify_in_statement, wake_after_commit
 from tenantplane.secret import service as secret_service
 
 SHARED = "shared"
@@ -214,7 +214,6 @@ async def create(
     # refused, by the unique constraint.
     if await repository.get(tenant_id, body.name) is not None:
         raise Conflict(f"cluster {body.name} already exists", field="name")
-    await wake_after_commit_announced(session, CLUSTERS)
     tenant = await repository.lock_tenant(tenant_id)
     if tenant is None:
         raise NotFound("tenant")
@@ -248,7 +247,9 @@ async def create(
         storage_bytes=limits.storage_bytes,
     )
     try:
-        cluster = await repository.insert_within(tenant_id, values, room)
+        cluster = await repository.insert_within(
+            tenant_id, values, room, returning=notify_in_statement(session, CLUSTERS)
+        )
     except IntegrityError as exc:
         raise Conflict(f"cluster {body.name} already exists", field="name") from exc
     if cluster is None:

@@ -74,21 +74,6 @@ def notify_in_statement(session: AsyncSession, name: str) -> ColumnElement[Any] 
     return func.pg_notify(NOTIFY_CHANNEL, name)
 
 
-async def wake_after_commit_announced(session: AsyncSession, name: str) -> None:
-    """``wake_after_commit``, with the NOTIFY to other processes sent now instead of just
-    before the commit. PostgreSQL delivers it at commit either way (and drops it on
-    rollback); a writer about to take a lock that others queue on (a tenant's, for plan
-    limits) sends it first, so that it holds the lock one round trip less."""
-    wake_after_commit(session, name)
-    sync_session = session.sync_session
-    if sync_session.get_bind().dialect.name != "postgresql":
-        return
-    await session.execute(
-        text("SELECT pg_notify(:channel, :name)"), {"channel": NOTIFY_CHANNEL, "name": name}
-    )
-    sync_session.info.setdefault(_NOTIFIED_KEY, set()).add(name)
-
-
 def wake_now(name: str) -> None:
     """Wake the reconciler ``name`` at once (for code that has already committed)."""
     wakeups.wake(name)
