@@ -25,6 +25,8 @@ class Figures:
     p99_ms: float
     errors: int
     cpu_seconds: float
+    #: CPU seconds of each watched process (the server first) over the run.
+    cpu_by_process: tuple[float, ...] = ()
 
     @property
     def rate(self) -> float:
@@ -87,9 +89,9 @@ def run_wrk(
     env = {**os.environ, "BENCH_POST": post_path or "", "BENCH_PREFIX": prefix}
     watched = [server, *(also or [])]
     settle(watched)
-    before = sum(process.cpu() for process in watched)
+    before = [process.cpu() for process in watched]
     done = subprocess.run(command, env=env, check=True, capture_output=True, text=True)
-    used = sum(process.cpu() for process in watched) - before
+    used = tuple(process.cpu() - start for process, start in zip(watched, before, strict=True))
     for x in done.stdout.splitlines():
         if x.startswith("BENCH_FIRST_ERROR"):
             print(x[:300])
@@ -106,5 +108,6 @@ def run_wrk(
         p50_ms=data["p50_us"] / 1000,
         p99_ms=data["p99_us"] / 1000,
         errors=errors,
-        cpu_seconds=used,
+        cpu_seconds=sum(used),
+        cpu_by_process=used,
     )

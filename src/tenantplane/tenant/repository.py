@@ -10,10 +10,14 @@ from tenantplane.tenant.models import Tenant, TenantState
 # Namespace of the advisory locks that order tenant writes against state changes ("stat").
 _STATE_LOCK_CLASS = 0x7374_6174
 
-# Every write runs these two: built once, executed with the tenant's id as a parameter, so
-# their compiled forms are reused as they are.
-_SHARE_STATE_LOCK = select(
-    func.pg_advisory_xact_lock_shared(_STATE_LOCK_CLASS, bindparam("tenant_id", type_=Integer))
+# Every write runs one of these: built once, executed with the tenant's id as a parameter,
+# so their compiled forms are reused as they are. On PostgreSQL, the shared state lock and
+# the state read after it are one call of a function (migration 0013 says why it must be a
+# function); SQLite has no such locks.
+_STATE_FOR_WRITE = select(
+    func.tenant_state_for_write(
+        bindparam("tenant_id", type_=Integer), type_=Tenant.__table__.c.state.type
+    )
 )
 _STATE = select(Tenant.state).where(Tenant.id == bindparam("tenant_id"))
 
@@ -48,10 +52,9 @@ class TenantRepository:
         held to the end of the transaction, makes a state change (which takes the lock
         exclusively) wait for writes in flight, and writes arriving during a change wait
         for it and then read the new state. SQLite runs one writer at a time anyway."""
-        parameters = {"tenant_id": tenant_id}
-        if self._is_postgresql:
-            await self.session.execute(_SHARE_STATE_LOCK, parameters)
-        return (await self.session.execute(_STATE, parameters)).scalar_one_or_none()
+        statement = _STATE_FOR_WRITE if self._is_postgresql else _STATE
+        state = (await self.session.execute(statement, {"tenant_id": tenant_id})).scalar()
+        return None if state is None else TenantState(state)
 
     async def lock_for_state_change(self, name: str) -> Tenant | None:
         """The tenant, locked against concurrent writes and state changes until commit."""
