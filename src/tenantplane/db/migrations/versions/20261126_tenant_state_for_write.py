@@ -22,19 +22,18 @@ down_revision: str | None = "0012_idempotency_keys"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-# The lock class (namespace) of tenant state locks: tenant/repository.py's _STATE_LOCK_CLASS.
-_STATE_LOCK_CLASS = 0x7374_6174
-
 
 def upgrade() -> None:
     if op.get_bind().dialect.name != "postgresql":
         return
+    # 1937006964 (0x73746174, "stat"): the lock class of tenant state locks, as
+    # tenant/repository.py's _STATE_LOCK_CLASS.
     op.execute(
-        f"""
+        """
         CREATE FUNCTION tenant_state_for_write(tenant integer) RETURNS varchar
         LANGUAGE plpgsql VOLATILE AS $$
         BEGIN
-            PERFORM pg_advisory_xact_lock_shared({_STATE_LOCK_CLASS}, tenant);
+            PERFORM pg_advisory_xact_lock_shared(1937006964, tenant);
             RETURN (SELECT state FROM tenants WHERE id = tenant);
         END
         $$
