@@ -1,15 +1,18 @@
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, bindparam, func, insert, literal, select
+from sqlalchemy import ColumnElement, Select, bindparam, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql import Executable
+from sqlalchemy.sql.schema import Table
 
 from tenantplane.cluster.models import Cluster, ClusterHistory
 from tenantplane.db.reads import ReadRow, Reads, as_stored
-from tenantplane.tenant.models import Tenant
+from tenantplane.tenant.models import Plan, Tenant
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,48 @@ async def read_connection(reads: Reads, tenant_id: int, name: str) -> ReadRow | 
     return await reads.first(_CONNECTION, {"tenant_id": tenant_id, "name": name})
 
 
+# The create's statements (an API write: the lock and the insert of every create of the
+# tenant), built once: building the insert alone cost ~0.6 ms a request.
+_CLUSTERS: Table = Cluster.__table__  # type: ignore[assignment]
+_EXISTS = select(Cluster.id).where(_OF_TENANT, _NAMED)
+_TENANT_PLAN = select(Tenant.plan).where(Tenant.id == bindparam("tenant_id"))
+_TENANT_PLAN_LOCKED = _TENANT_PLAN.with_for_update()
+
+
+@functools.cache
+def _insert_within(columns: tuple[str, ...], returning: ColumnElement[Any] | None) -> Executable:
+    """INSERT … SELECT of one cluster whose values are the parameters named after
+    ``columns``, selected only if the tenant's clusters, it included, stay within the room
+    (parameters ``room_*``); ``returning`` (a wake-up NOTIFY: one object per name) too."""
+    table = _CLUSTERS
+    usage = (
+        select(
+            func.count(Cluster.id).label("clusters"),
+            func.coalesce(func.sum(Cluster.cpu_millicores), 0).label("cpu"),
+            func.coalesce(func.sum(Cluster.memory_bytes), 0).label("memory"),
+            func.coalesce(func.sum(Cluster.storage_bytes), 0).label("storage"),
+        )
+        .where(_OF_TENANT)
+        .subquery()
+    )
+    value = {name: bindparam(name, type_=table.c[name].type) for name in columns}
+    row = (
+        select(*value.values())
+        .select_from(usage)
+        .where(
+            usage.c.clusters + 1 <= bindparam("room_clusters"),
+            usage.c.cpu + value["cpu_millicores"] <= bindparam("room_cpu_millicores"),
+            usage.c.memory + value["memory_bytes"] <= bindparam("room_memory_bytes"),
+            usage.c.storage + value["storage_bytes"] <= bindparam("room_storage_bytes"),
+        )
+    )
+    extra = () if returning is None else (returning,)
+    inserted = insert(table).from_select(list(columns), row).returning(*table.c, *extra)
+    # The inserted row as a Cluster (the ORM's own INSERT would take the parameters as
+    # rows to insert, not as the statement's binds).
+    return select(Cluster).from_statement(inserted)
+
+
 class ClusterRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
@@ -143,12 +188,17 @@ class ClusterRepository:
         )
         return (await self.session.execute(statement)).scalar_one_or_none()
 
-    async def lock_tenant(self, tenant_id: int) -> Tenant | None:
-        """Serialise plan-limit checks of one tenant (two creates must not both fit)."""
-        statement = select(Tenant).where(Tenant.id == tenant_id)
-        if self._locks_rows:
-            statement = statement.with_for_update()
-        return (await self.session.execute(statement)).scalar_one_or_none()
+    async def exists(self, tenant_id: int, name: str) -> bool:
+        found = await self.session.execute(_EXISTS, {"tenant_id": tenant_id, "name": name})
+        return found.first() is not None
+
+    async def lock_tenant(self, tenant_id: int) -> Plan | None:
+        """Serialise plan-limit checks of one tenant (two creates must not both fit); its
+        plan, or None when the tenant is gone."""
+        statement = _TENANT_PLAN_LOCKED if self._locks_rows else _TENANT_PLAN
+        found = await self.session.execute(statement, {"tenant_id": tenant_id})
+        plan: Plan | None = found.scalar_one_or_none()
+        return plan
 
     async def usage(self, tenant_id: int, *, excluding: int | None = None) -> Usage:
         statement = select(
@@ -179,31 +229,16 @@ class ClusterRepository:
         sees this row. Before, the usage query and the insert were two round trips more
         while every other create of the tenant waited on the lock.
         """
-        table = Cluster.__table__
-        usage = (
-            select(
-                func.count(Cluster.id).label("clusters"),
-                func.coalesce(func.sum(Cluster.cpu_millicores), 0).label("cpu"),
-                func.coalesce(func.sum(Cluster.memory_bytes), 0).label("memory"),
-                func.coalesce(func.sum(Cluster.storage_bytes), 0).label("storage"),
-            )
-            .where(Cluster.tenant_id == tenant_id)
-            .subquery()
-        )
-        row = (
-            select(*(literal(value, table.c[name].type) for name, value in values.items()))
-            .select_from(usage)
-            .where(
-                usage.c.clusters + 1 <= room.clusters,
-                usage.c.cpu + values["cpu_millicores"] <= room.cpu_millicores,
-                usage.c.memory + values["memory_bytes"] <= room.memory_bytes,
-                usage.c.storage + values["storage_bytes"] <= room.storage_bytes,
-            )
-        )
-        extra = () if returning is None else (returning,)
-        statement = insert(Cluster).from_select(list(values), row).returning(Cluster, *extra)
-        inserted = (await self.session.execute(statement)).one_or_none()
-        return None if inserted is None else inserted[0]
+        parameters = {
+            **values,
+            "tenant_id": tenant_id,
+            "room_clusters": room.clusters,
+            "room_cpu_millicores": room.cpu_millicores,
+            "room_memory_bytes": room.memory_bytes,
+            "room_storage_bytes": room.storage_bytes,
+        }
+        statement = _insert_within(tuple(values), returning)
+        return (await self.session.execute(statement, parameters)).scalar_one_or_none()
 
     def record(self, entry: ClusterHistory) -> None:
         self.session.add(entry)

@@ -212,12 +212,12 @@ async def create(
     # Before the tenant's lock: every create of the tenant waits on it, so the lock is held
     # for as few round trips as possible. A concurrent create of the same name is still
     # refused, by the unique constraint.
-    if await repository.get(tenant_id, body.name) is not None:
+    if await repository.exists(tenant_id, body.name):
         raise Conflict(f"cluster {body.name} already exists", field="name")
-    tenant = await repository.lock_tenant(tenant_id)
-    if tenant is None:
+    plan = await repository.lock_tenant(tenant_id)
+    if plan is None:
         raise NotFound("tenant")
-    limits = catalogues.plans.limits(tenant.plan)
+    limits = catalogues.plans.limits(plan)
     now = utcnow()
     values: dict[str, Any] = dict(
         uid=uuid.uuid4().hex,
@@ -255,7 +255,7 @@ async def create(
     if cluster is None:
         # Over a limit: which one, for the error (the tenant is still locked).
         usage = await repository.usage(tenant_id)
-        check_plan_limits(tenant.plan.value, limits, usage, amounts, new_cluster=True)
+        check_plan_limits(plan.value, limits, usage, amounts, new_cluster=True)
         raise RuntimeError(f"cluster {body.name} not inserted though within the limits")
     repository.record(ClusterHistory.snapshot(cluster, ClusterEvent.created, now))
     return cluster, warnings
@@ -362,11 +362,11 @@ async def _resize(
         cluster.storage,
     ):
         return False
-    tenant = await repository.lock_tenant(cluster.tenant_id)
-    assert tenant is not None
+    plan = await repository.lock_tenant(cluster.tenant_id)
+    assert plan is not None
     check_plan_limits(
-        tenant.plan.value,
-        catalogues.plans.limits(tenant.plan),
+        plan.value,
+        catalogues.plans.limits(plan),
         await repository.usage(cluster.tenant_id, excluding=cluster.id),
         amounts,
         new_cluster=False,

@@ -12,6 +12,7 @@ listening connection) they find the change at their next due time or idle poll
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections import defaultdict
 from typing import Any
 
@@ -71,6 +72,13 @@ def notify_in_statement(session: AsyncSession, name: str) -> ColumnElement[Any] 
     if sync_session.get_bind().dialect.name != "postgresql" or sync_session.in_nested_transaction():
         return None
     sync_session.info.setdefault(_NOTIFIED_KEY, set()).add(name)
+    return _notify(name)
+
+
+@functools.cache
+def _notify(name: str) -> ColumnElement[Any]:
+    # One expression per name, the same object every time: a statement that carries it can
+    # be built once and kept (keyed by it), not rebuilt per request.
     return func.pg_notify(NOTIFY_CHANNEL, name)
 
 

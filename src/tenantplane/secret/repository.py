@@ -1,9 +1,10 @@
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, insert, or_, select, update
+from sqlalchemy import ColumnElement, Insert, Select, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.schema import Table
 
@@ -15,6 +16,12 @@ from tenantplane.tenant.models import Tenant
 _SECRETS: Table = Secret.__table__  # type: ignore[assignment]
 _COLUMNS = tuple(column.key for column in _SECRETS.columns)
 _INSERT = insert(_SECRETS)
+
+
+@functools.cache
+def _insert_returning(returning: ColumnElement[Any] | None) -> Insert:
+    # Built once per expression (a wake-up NOTIFY is one object per name).
+    return _INSERT if returning is None else _INSERT.returning(returning)
 
 
 class SecretRepository:
@@ -56,8 +63,7 @@ class SecretRepository:
         # The attributes set on the object, as parameters of a statement built once (its
         # compiled form is reused as is); the columns' defaults fill in the rest.
         values = {key: secret.__dict__[key] for key in _COLUMNS if key in secret.__dict__}
-        statement = _INSERT if returning is None else _INSERT.returning(returning)
-        await self.session.execute(statement, values)
+        await self.session.execute(_insert_returning(returning), values)
 
     async def live_cluster_names(self, tenant_id: int, names: Collection[str]) -> set[str]:
         """Which of ``names`` are clusters of the tenant that are not being deleted."""
