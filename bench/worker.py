@@ -93,6 +93,8 @@ def _runner(url: str) -> Any:
     context = ReconcileContext(settings, database)
     reconciler = build_secret_reconciler(context)
     assert reconciler is not None
+    if "BENCH_COALESCE_SECONDS" in os.environ:
+        reconciler.coalesce_seconds = float(os.environ["BENCH_COALESCE_SECONDS"])
     return database, context, ReconcilerRunner(database, reconciler, idle_poll_seconds=2.0)
 
 
@@ -119,8 +121,8 @@ async def _backlog(url: str, engine: Any, tenant_id: int, count: int) -> float:
 
 
 def _count_fetches(runner: Any) -> list[int]:
-    """[fetches that found rows, rows found], counted from now on."""
-    counts = [0, 0]
+    """[fetches that found rows, rows found, fetches that found none], from now on."""
+    counts = [0, 0, 0]
     lease = runner.fetcher.lease
 
     async def counting(limit: int, duration: Any) -> Any:
@@ -128,6 +130,8 @@ def _count_fetches(runner: Any) -> list[int]:
         if leases:
             counts[0] += 1
             counts[1] += len(leases)
+        else:
+            counts[2] += 1
         return leases
 
     runner.fetcher.lease = counting
@@ -136,7 +140,7 @@ def _count_fetches(runner: Any) -> list[int]:
 
 async def _trickle(
     url: str, tenant_id: int, count: int, rate: float
-) -> tuple[float, float, float]:
+) -> tuple[float, float, float, int]:
     import json
 
     from tenantplane.db.urls import libpq_dsn
@@ -153,7 +157,7 @@ async def _trickle(
     conditions = json.dumps(initial_conditions(1, datetime.now(UTC)), default=str)
     try:
         for phase_count in (min(200, count), count):  # warm-up, then measured
-            fetches[:] = [0, 0]
+            fetches[:] = [0, 0, 0]
             before = _steps(runner)
             started_cpu = time.process_time()
             started = time.monotonic()
@@ -186,7 +190,7 @@ async def _trickle(
                 from tenantplane.secret.models import Secret
 
                 await session.execute(delete(Secret).where(Secret.name.like("t-%")))
-        return cpu / count, count / elapsed, fetches[1] / max(fetches[0], 1)
+        return cpu / count, count / elapsed, fetches[1] / max(fetches[0], 1), fetches[2]
     finally:
         runner.stop()
         await running
@@ -232,10 +236,13 @@ def run(backend: str, count: int, rate: float, modes: str, profile: bool = False
             cpu = _profiled(_backlog(url, engine, tenant_id, count), profile)
             print(f"| backlog (run_once) | {cpu * 1e6:,.0f} | |", flush=True)
         if "trickle" in modes and backend == "postgresql":
-            cpu, achieved, per_fetch = _profiled(_trickle(url, tenant_id, count, rate), profile)
+            cpu, achieved, per_fetch, empty = _profiled(
+                _trickle(url, tenant_id, count, rate), profile
+            )
             print(
                 f"| trickle at {rate:g}/s (run loop, NOTIFY per insert) | {cpu * 1e6:,.0f} "
-                f"| {achieved:,.0f} secrets/s reconciled, {per_fetch:.1f} rows per fetch |",
+                f"| {achieved:,.0f} secrets/s reconciled, {per_fetch:.1f} rows per fetch, "
+                f"{empty} fetches found none |",
                 flush=True,
             )
         engine.dispose()

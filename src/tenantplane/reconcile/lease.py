@@ -64,6 +64,10 @@ def released() -> dict[str, Any]:
     return {"lock_owner": None, "lock_token": None, "lock_expires_at": None}
 
 
+#: ``Lease.next_step`` when it is not known.
+UNKNOWN: object = object()
+
+
 @dataclass(frozen=True)
 class Lease:
     """A lease on one row: what the worker needs to apply its results safely."""
@@ -80,6 +84,23 @@ class Lease:
     previous_owner: str | None = None
     # This process's monotonic clock when the lease was taken (see ``now``).
     taken_at: float = field(default_factory=time.monotonic, compare=False)
+    # The row's next step as the write that ended this lease left it (see ``next_step``).
+    _ended: list[object] = field(default_factory=lambda: [UNKNOWN], compare=False, repr=False)
+
+    def ended(self, values: dict[str, Any] | None) -> None:
+        """Note that a write matched the row and ended this lease with ``values`` (None:
+        the row was deleted)."""
+        if values is None:
+            self._ended[0] = None
+            return
+        at = values.get("reconcile_at", UNKNOWN)
+        self._ended[0] = at if at is None or isinstance(at, datetime) else UNKNOWN
+
+    def next_step(self) -> datetime | object | None:
+        """When the row is due again as this lease's end wrote it: a time, None (converged or
+        deleted), or ``UNKNOWN`` (the lease has not been seen to end, or the write left the
+        row's ``reconcile_at`` as it was, or set it to an expression)."""
+        return self._ended[0]
 
     def guard(self, session: AsyncSession) -> LeaseGuard:
         return LeaseGuard(session, self)
@@ -114,7 +135,10 @@ class LeaseGuard:
         condition = self._where if where is None else and_(self._where, where)
         statement = update(self.lease.table).where(condition).values(**values)
         result = await self.session.execute(statement)
-        return bool(result.rowcount)  # type: ignore[attr-defined]
+        written = bool(result.rowcount)  # type: ignore[attr-defined]
+        if written and release:
+            self.lease.ended(values)
+        return written
 
     async def retry_at(self, when: datetime) -> bool:
         """End the lease and ask to be called again at ``when``."""
@@ -130,7 +154,10 @@ class LeaseGuard:
     async def delete(self) -> bool:
         """Delete the row if still held (a resource whose teardown is complete)."""
         result = await self.session.execute(delete(self.lease.table).where(self._where))
-        return bool(result.rowcount)  # type: ignore[attr-defined]
+        deleted = bool(result.rowcount)  # type: ignore[attr-defined]
+        if deleted:
+            self.lease.ended(None)
+        return deleted
 
 
 # The columns of a GuardedWrite: set, expected, incremented.
@@ -190,7 +217,12 @@ async def update_each(
             default=_json_value,
         )
         result = await session.execute(statement, {"rows": rows})
-        written.update(result.scalars().all())
+        keys = set(result.scalars().all())
+        if release:
+            for write in group:
+                if write.lease.row_id in keys:
+                    write.lease.ended(write.values)
+        written.update(keys)
     return written
 
 

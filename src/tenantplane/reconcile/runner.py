@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import secrets
 import socket
 import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, ClassVar, Generic, TypeVar
 
 import structlog
@@ -41,7 +42,7 @@ from tenantplane.db.clock import database_now
 from tenantplane.db.engine import Database
 from tenantplane.reconcile.fetcher import Fetcher
 from tenantplane.reconcile.hints import wakeups
-from tenantplane.reconcile.lease import Lease, LeaseGuard, ready_condition
+from tenantplane.reconcile.lease import UNKNOWN, Lease, LeaseGuard, ready_condition
 from tenantplane.reconcile.metrics import ReconcileMetrics
 
 log = structlog.get_logger(__name__)
@@ -141,6 +142,10 @@ class ReconcilerRunner:
         self._busy = 0
         # When the last fetch that found rows ran (monotonic; coalescing of hints).
         self._last_found = float("-inf")
+        # Whether the loop waits for a slot; until when (monotonic) it sleeps, inf while it
+        # asks the database how long to sleep, None when it is not in ``_sleep``.
+        self._slot_wait = False
+        self._asleep_until: float | None = None
         self._stopping = asyncio.Event()
         self._wake: asyncio.Event | None = None
         self._log = log.bind(reconciler=reconciler.name)
@@ -170,10 +175,10 @@ class ReconcilerRunner:
                 if leases:
                     self._last_found = time.monotonic()
                     if reconciler.batched:
-                        self._start(self._work_batch(leases), len(leases), wake)
+                        self._start(self._work_batch(leases), leases, wake)
                     else:
                         for lease in leases:
-                            self._start(self._work(lease), 1, wake)
+                            self._start(self._work(lease), [lease], wake)
                 if leases and len(leases) == free:
                     # Full batch: more may be ready; come back as soon as a slot frees.
                     await self._wait_for_slot(wake)
@@ -184,18 +189,38 @@ class ReconcilerRunner:
             wakeups.unsubscribe(reconciler.name, wake)
             await self._drain(shutdown_grace_seconds)
 
-    def _start(self, work: Coroutine[Any, Any, None], rows: int, wake: asyncio.Event) -> None:
+    def _start(
+        self, work: Coroutine[Any, Any, None], leases: list[Lease], wake: asyncio.Event
+    ) -> None:
         task = asyncio.create_task(work)
         self._inflight.add(task)
-        self._busy += rows
+        self._busy += len(leases)
 
         def done(task: asyncio.Task[None]) -> None:
             self._inflight.discard(task)
-            self._busy -= rows
-            # A finished row may have scheduled its next step sooner than our sleep.
-            wake.set()
+            self._busy -= len(leases)
+            if not self.reconciler.batched or self._slot_wait or self._sooner(leases):
+                # A slot freed for a full runner, or a finished row may have scheduled its
+                # next step sooner than our sleep.
+                wake.set()
 
         task.add_done_callback(done)
+
+    def _sooner(self, leases: list[Lease]) -> bool:
+        """Whether a row of ``leases`` (done) may be due before the loop looks again: when
+        the loop is not in ``_sleep`` its next one asks the database, which sees the rows'
+        writes (committed before the step ended); while it asks, any time is too late."""
+        until = self._asleep_until
+        if until is None:
+            return False
+        left = until - time.monotonic()
+        for lease in leases:
+            at = lease.next_step()
+            if at is UNKNOWN:
+                return True
+            if isinstance(at, datetime) and (at - lease.now()).total_seconds() < left:
+                return True
+        return False
 
     async def _coalesce(self) -> None:
         """Woken while caught up: if rows are arriving, let a few more hints come so that
@@ -264,7 +289,11 @@ class ReconcilerRunner:
 
     async def _wait_for_slot(self, wake: asyncio.Event) -> None:
         if self._busy >= self.reconciler.concurrency and not self._stopping.is_set():
-            await wake.wait()
+            self._slot_wait = True
+            try:
+                await wake.wait()
+            finally:
+                self._slot_wait = False
 
     async def _sleep(self, wake: asyncio.Event) -> bool:
         """Wait for a wake-up or the next due row; True when woken (a hint or a finished
@@ -273,6 +302,13 @@ class ReconcilerRunner:
             # A hint (or a finished row) came while this pass ran: there is work to look
             # for now, and the next-due query would only bound a wait that will not happen.
             return True
+        self._asleep_until = math.inf
+        try:
+            return await self._wait(wake)
+        finally:
+            self._asleep_until = None
+
+    async def _wait(self, wake: asyncio.Event) -> bool:
         timeout = self.idle_poll_seconds
         try:
             due = await self.fetcher.seconds_until_due()
@@ -286,6 +322,7 @@ class ReconcilerRunner:
         # A floor keeps a row that another process is leasing right now from spinning us.
         timeout = max(timeout, 0.01)
         self._log.debug("waiting for work", seconds=round(timeout, 3))
+        self._asleep_until = time.monotonic() + timeout
         self.idle.set()
         try:
             with contextlib.suppress(TimeoutError):
