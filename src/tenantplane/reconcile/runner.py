@@ -41,7 +41,7 @@ from sqlalchemy.sql.schema import Table
 from tenantplane.db.clock import database_now
 from tenantplane.db.engine import Database
 from tenantplane.reconcile.fetcher import Fetcher
-from tenantplane.reconcile.hints import wakeups
+from tenantplane.reconcile.hints import Wake, wakeups
 from tenantplane.reconcile.lease import UNKNOWN, Lease, LeaseGuard, ready_condition
 from tenantplane.reconcile.metrics import ReconcileMetrics
 
@@ -78,8 +78,10 @@ class Reconciler(ABC, Generic[Snapshot, Outcome]):
     batched: ClassVar[bool] = False
     #: When a wake-up hint finds the runner caught up (its last fetch was not a full batch)
     #: and rows are arriving (the last fetch found some, less than a tenth of a second ago),
-    #: wait this long before fetching so that one fetch takes the rows of several hints.
-    #: 0: fetch at once. Bounds the delay a hint may add to a row's first step.
+    #: wait for as many hints as the runner has free slots, at most this long, before
+    #: fetching, so that one fetch takes the rows of several hints. 0: fetch at once.
+    #: Bounds the delay a hint may add to a row's first step; a first row after a quiet
+    #: spell is not delayed.
     coalesce_seconds: float = 0.0
 
     @abstractmethod
@@ -147,13 +149,14 @@ class ReconcilerRunner:
         self._slot_wait = False
         self._asleep_until: float | None = None
         self._stopping = asyncio.Event()
-        self._wake: asyncio.Event | None = None
+        self._wake: Wake | None = None
         self._log = log.bind(reconciler=reconciler.name)
 
     def stop(self) -> None:
         """Take no new work; ``run`` returns once the rows in hand are done."""
         self._stopping.set()
         if self._wake is not None:
+            self._wake.enough.set()
             self._wake.set()
 
     async def run(self, shutdown_grace_seconds: float = 10.0) -> None:
@@ -163,6 +166,7 @@ class ReconcilerRunner:
             while not self._stopping.is_set():
                 wake.clear()
                 free = reconciler.concurrency - self._busy
+                wake.reset_hints(free)
                 leases: list[Lease] = []
                 try:
                     leases = await self.fetcher.lease(
@@ -184,7 +188,7 @@ class ReconcilerRunner:
                     await self._wait_for_slot(wake)
                     continue
                 if await self._sleep(wake):
-                    await self._coalesce()
+                    await self._coalesce(wake)
         finally:
             wakeups.unsubscribe(reconciler.name, wake)
             await self._drain(shutdown_grace_seconds)
@@ -222,16 +226,21 @@ class ReconcilerRunner:
                 return True
         return False
 
-    async def _coalesce(self) -> None:
-        """Woken while caught up: if rows are arriving, let a few more hints come so that
-        one fetch takes their rows together (``coalesce_seconds``, a bounded delay)."""
+    async def _coalesce(self, wake: Wake) -> None:
+        """Woken while caught up: if rows are arriving, let more hints come so that one
+        fetch takes their rows together: until there are as many as free slots, for at most
+        ``coalesce_seconds`` (a bounded delay)."""
         window = self.reconciler.coalesce_seconds
         if window <= 0 or self._stopping.is_set():
             return
         if time.monotonic() - self._last_found > 0.1:
             return  # a first row after a quiet spell: fetched at once
-        # A timer, not synchronisation: the hints that come meanwhile need no answer.
-        await asyncio.sleep(window)
+        wake.reset_hints(self.reconciler.concurrency - self._busy)
+        timer = asyncio.get_running_loop().call_later(window, wake.enough.set)
+        try:
+            await wake.enough.wait()
+        finally:
+            timer.cancel()
 
     async def queue_depth(self) -> int:
         """Rows due now that no live lease holds."""

@@ -138,7 +138,7 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
         retry_seconds: float,
         concurrency: int = 8,
         lease_seconds: float = 30.0,
-        coalesce_seconds: float = 0.005,
+        coalesce_seconds: float = 0.02,
     ) -> None:
         self.coalesce_seconds = coalesce_seconds
         self.vault = vault
