@@ -45,9 +45,17 @@ class Wake(asyncio.Event):
         self.set()
 
     def reset_hints(self, enough_at: int) -> None:
+        """Count hints from zero (before a fetch, which takes the rows of those before)."""
         self.hints = 0
+        self.expect(enough_at)
+
+    def expect(self, enough_at: int) -> None:
+        """Set ``enough`` once ``enough_at`` hints have been counted (at once if they have)."""
         self.enough_at = max(enough_at, 1)
-        self.enough.clear()
+        if self.hints >= self.enough_at:
+            self.enough.set()
+        else:
+            self.enough.clear()
 
 
 class Wakeups:

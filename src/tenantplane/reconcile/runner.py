@@ -47,6 +47,10 @@ from tenantplane.reconcile.metrics import ReconcileMetrics
 
 log = structlog.get_logger(__name__)
 
+#: Rows are arriving when the last fetch that found some ran less than this long ago: a
+#: hint then waits for others (``Reconciler.coalesce_seconds``).
+STREAM_SECONDS = 0.1
+
 Snapshot = TypeVar("Snapshot")
 Outcome = TypeVar("Outcome")
 
@@ -77,7 +81,7 @@ class Reconciler(ABC, Generic[Snapshot, Outcome]):
     #: batch in a statement or two.
     batched: ClassVar[bool] = False
     #: When a wake-up hint finds the runner caught up (its last fetch was not a full batch)
-    #: and rows are arriving (the last fetch found some, less than a tenth of a second ago),
+    #: and rows are arriving (the last fetch found some, less than ``STREAM_SECONDS`` ago),
     #: wait for as many hints as the runner has free slots, at most this long, before
     #: fetching, so that one fetch takes the rows of several hints. 0: fetch at once.
     #: Bounds the delay a hint may add to a row's first step; a first row after a quiet
@@ -233,9 +237,10 @@ class ReconcilerRunner:
         window = self.reconciler.coalesce_seconds
         if window <= 0 or self._stopping.is_set():
             return
-        if time.monotonic() - self._last_found > 0.1:
+        if time.monotonic() - self._last_found > STREAM_SECONDS:
             return  # a first row after a quiet spell: fetched at once
-        wake.reset_hints(self.reconciler.concurrency - self._busy)
+        # The hints counted since the last fetch (the one that woke us among them).
+        wake.expect(self.reconciler.concurrency - self._busy)
         timer = asyncio.get_running_loop().call_later(window, wake.enough.set)
         try:
             await wake.enough.wait()
