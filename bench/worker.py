@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -161,28 +160,26 @@ async def _trickle(
             before = _steps(runner)
             started_cpu = time.process_time()
             started = time.monotonic()
-            producer = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-c",
-                    PRODUCER,
-                    libpq_dsn(url),
-                    str(tenant_id),
-                    str(phase_count),
-                    str(rate),
-                    conditions,
-                ]
+            producer = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-c",
+                PRODUCER,
+                libpq_dsn(url),
+                str(tenant_id),
+                str(phase_count),
+                str(rate),
+                conditions,
             )
             first: float | None = None
             while (done := _steps(runner) - before) < phase_count:
                 await asyncio.sleep(0.01)
                 if first is None and done:
                     first = time.monotonic()  # the producer is up (its start is not counted)
-                if producer.poll() not in (None, 0):
+                if producer.returncode not in (None, 0):
                     raise RuntimeError("producer failed")
             elapsed = time.monotonic() - (first or started)
             cpu = time.process_time() - started_cpu
-            producer.wait()
+            await producer.wait()
             # Names restart per phase: clear the rows of the warm-up.
             async with database.transaction() as session:
                 from sqlalchemy import delete
