@@ -120,9 +120,15 @@ async def _backlog(url: str, engine: Any, tenant_id: int, count: int) -> float:
 
 
 def _count_fetches(runner: Any) -> list[int]:
-    """[fetches that found rows, rows found, fetches that found none], from now on."""
-    counts = [0, 0, 0]
+    """[fetches that found rows, rows found, fetches that found none, next-due queries],
+    from now on."""
+    counts = [0, 0, 0, 0]
     lease = runner.fetcher.lease
+    due = runner.fetcher.seconds_until_due
+
+    async def counting_due() -> Any:
+        counts[3] += 1
+        return await due()
 
     async def counting(limit: int, duration: Any) -> Any:
         leases = await lease(limit, duration)
@@ -134,12 +140,13 @@ def _count_fetches(runner: Any) -> list[int]:
         return leases
 
     runner.fetcher.lease = counting
+    runner.fetcher.seconds_until_due = counting_due
     return counts
 
 
 async def _trickle(
     url: str, tenant_id: int, count: int, rate: float
-) -> tuple[float, float, float, int]:
+) -> tuple[float, float, float, list[int]]:
     import json
 
     from tenantplane.db.urls import libpq_dsn
@@ -156,7 +163,7 @@ async def _trickle(
     conditions = json.dumps(initial_conditions(1, datetime.now(UTC)), default=str)
     try:
         for phase_count in (min(200, count), count):  # warm-up, then measured
-            fetches[:] = [0, 0, 0]
+            fetches[:] = [0, 0, 0, 0]
             before = _steps(runner)
             started_cpu = time.process_time()
             started = time.monotonic()
@@ -187,7 +194,7 @@ async def _trickle(
                 from tenantplane.secret.models import Secret
 
                 await session.execute(delete(Secret).where(Secret.name.like("t-%")))
-        return cpu / count, count / elapsed, fetches[1] / max(fetches[0], 1), fetches[2]
+        return cpu / count, count / elapsed, fetches[1] / max(fetches[0], 1), fetches[2:]
     finally:
         runner.stop()
         await running
@@ -233,13 +240,13 @@ def run(backend: str, count: int, rate: float, modes: str, profile: bool = False
             cpu = _profiled(_backlog(url, engine, tenant_id, count), profile)
             print(f"| backlog (run_once) | {cpu * 1e6:,.0f} | |", flush=True)
         if "trickle" in modes and backend == "postgresql":
-            cpu, achieved, per_fetch, empty = _profiled(
+            cpu, achieved, per_fetch, (empty, due) = _profiled(
                 _trickle(url, tenant_id, count, rate), profile
             )
             print(
                 f"| trickle at {rate:g}/s (run loop, NOTIFY per insert) | {cpu * 1e6:,.0f} "
                 f"| {achieved:,.0f} secrets/s reconciled, {per_fetch:.1f} rows per fetch, "
-                f"{empty} fetches found none |",
+                f"{empty} fetches found none, {due} next-due queries |",
                 flush=True,
             )
         engine.dispose()

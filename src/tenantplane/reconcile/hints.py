@@ -73,10 +73,15 @@ class Wakeups:
         self._events[name] = {entry for entry in self._events[name] if entry[1] is not wake}
 
     def wake(self, name: str) -> None:
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
         for loop, wake in list(self._events.get(name, ())):
-            if loop.is_closed():
-                continue
-            loop.call_soon_threadsafe(wake.hint)
+            if loop is running:
+                wake.hint()  # this loop's own thread: no self-pipe round through the loop
+            elif not loop.is_closed():
+                loop.call_soon_threadsafe(wake.hint)
 
 
 wakeups = Wakeups()
