@@ -164,8 +164,12 @@ class Fetcher:
         expiring = select(func.min(table.c.lock_expires_at)).where(
             table.c.reconcile_at.is_not(None), table.c.lock_token.is_not(None)
         )
-        # One statement: the round trips, not the aggregates, are what this costs.
-        async with self.database.sessionmaker() as session:
+        # One statement: the round trips, not the aggregates, are what this costs (in
+        # autocommit on PostgreSQL: no BEGIN and ROLLBACK around it).
+        sessions = (
+            self.database.sessionmaker if self.database.is_sqlite else self.database.statements
+        )
+        async with sessions() as session:
             if self.database.is_sqlite:
                 now = await database_now(session)
                 first, second = (

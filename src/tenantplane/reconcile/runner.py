@@ -170,7 +170,6 @@ class ReconcilerRunner:
             while not self._stopping.is_set():
                 wake.clear()
                 free = reconciler.concurrency - self._busy
-                wake.reset_hints(free)
                 leases: list[Lease] = []
                 try:
                     leases = await self.fetcher.lease(
@@ -178,6 +177,9 @@ class ReconcilerRunner:
                     )
                 except Exception:
                     self._log.exception("lease fetch failed")
+                # Hints that came during the fetch still wake the loop (the event), but are
+                # not counted: the fetch may have taken their rows.
+                wake.reset_hints(free)
                 for lease in leases:
                     self._note_takeover(lease)
                 if leases:
