@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from tenantplane.db.engine import Database
 from tenantplane.reconcile.fetcher import Fetcher
@@ -129,3 +129,79 @@ async def test_a_pass_that_lost_its_lease_writes_nothing(
         async with database.sessionmaker() as session:
             row = (await session.execute(select(Secret))).scalar_one()
         assert row.lock_token == fresh.token
+
+
+async def test_a_batch_applies_each_secret_under_its_own_lease_and_generation(
+    factory: Factory, database: Database, database_url: str, tmp_path: Path
+) -> None:
+    settings = make_settings(database_url, tmp_path, run_reconcilers=False)
+    context = ReconcileContext(settings, database)
+    tenant = await factory.tenant()
+    await factory.cluster_row(tenant.id, "prod")
+    async with running_app(settings) as app, api_client(app) as client:
+        headers = bearer(tenant.admin_key)
+        for name in ("kept", "patched", "stolen"):
+            created = await client.post(
+                f"{tenant.path}/secrets", json={"name": name, "secretPath": name}, headers=headers
+            )
+            assert created.status_code == 201
+        versions = {
+            item["name"]: item["resourceVersion"]
+            for item in (await client.get(f"{tenant.path}/secrets", headers=headers)).json()[
+                "items"
+            ]
+        }
+        reconciler = build_secret_reconciler(context)
+        assert reconciler is not None
+        leases = await Fetcher(database, SECRETS, "batch").lease(10, timedelta(seconds=30))
+        async with database.statements() as session:
+            snapshots = await reconciler.load_batch(session, [lease.row_id for lease in leases])
+        by_name = {snapshots[lease.row_id].name: lease for lease in leases}  # type: ignore[union-attr]
+        outcomes = {
+            row_id: await reconciler.act(snapshot) for row_id, snapshot in snapshots.items()
+        }
+        # Between act and apply: one secret's targets change, another's lease is taken over.
+        patched = await client.patch(
+            f"{tenant.path}/secrets/patched",
+            json={"sync": [{"cluster": "prod", "namespace": "a"}]},
+            headers=headers,
+        )
+        assert patched.status_code == 200
+        async with database.transaction() as session:
+            await session.execute(
+                update(Secret)
+                .where(Secret.id == by_name["stolen"].row_id)
+                .values(lock_token="another-worker")
+            )
+        async with database.statements() as session:
+            await reconciler.apply_batch(
+                session,
+                [
+                    (lease.guard(session), snapshots[lease.row_id], outcomes[lease.row_id])
+                    for lease in leases
+                ],
+            )
+        bodies = {
+            item["name"]: item
+            for item in (await client.get(f"{tenant.path}/secrets", headers=headers)).json()[
+                "items"
+            ]
+        }
+    async with database.sessionmaker() as session:
+        rows = {row.name: row for row in (await session.execute(select(Secret))).scalars()}
+    # Written: the status of the generation acted on, the lease ended, resourceVersion bumped.
+    assert bodies["kept"]["status"]["phase"] == "Synced"
+    assert int(bodies["kept"]["resourceVersion"]) == int(versions["kept"]) + 1
+    assert rows["kept"].observed_generation == 1
+    assert rows["kept"].lock_token is None
+    # The PATCH wins: its status stands, the lease is ended, the row stays due.
+    assert target_statuses(bodies["patched"]) == [
+        ("prod", "a", "patched", "Pending", "Reconciling")
+    ]
+    assert rows["patched"].observed_generation == 0
+    assert rows["patched"].lock_token is None
+    assert rows["patched"].reconcile_at is not None
+    # Taken over: nothing written.
+    assert bodies["stolen"]["status"]["phase"] == "Pending"
+    assert bodies["stolen"]["resourceVersion"] == versions["stolen"]
+    assert rows["stolen"].lock_token == "another-worker"

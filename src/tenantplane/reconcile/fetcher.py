@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select, tuple_, update
 from sqlalchemy.sql.schema import Table
 
 from tenantplane.db.clock import database_now
@@ -129,6 +130,29 @@ class Fetcher:
             )
         return bool(result.rowcount)  # type: ignore[attr-defined]
 
+    async def renew_many(self, leases: Sequence[Lease], duration: timedelta) -> set[Any]:
+        """Extend every lease of ``leases`` still held to ``duration`` from now, in one
+        statement; return the keys of the rows whose lease was renewed (the others were lost)."""
+        if not leases:
+            return set()
+        table = self.table
+        key = row_key(table)
+        held = tuple_(key, table.c.lock_token).in_(
+            [(lease.row_id, lease.token) for lease in leases]
+        )
+        if self.database.is_sqlite:
+            async with self.database.transaction() as session:
+                now = await database_now(session)
+                statement = (
+                    update(table).where(held).values(lock_expires_at=now + duration).returning(key)
+                )
+                return set((await session.execute(statement)).scalars().all())
+        statement = (
+            update(table).where(held).values(lock_expires_at=func.now() + duration).returning(key)
+        )
+        async with self.database.statements() as session:
+            return set((await session.execute(statement)).scalars().all())
+
     async def seconds_until_due(self) -> float | None:
         """How long until the earliest row not held by a live lease becomes ready, by the
         database's clock (for sleeping); None when nothing is scheduled."""
@@ -140,8 +164,12 @@ class Fetcher:
         expiring = select(func.min(table.c.lock_expires_at)).where(
             table.c.reconcile_at.is_not(None), table.c.lock_token.is_not(None)
         )
-        # One statement: the round trips, not the aggregates, are what this costs.
-        async with self.database.sessionmaker() as session:
+        # One statement: the round trips, not the aggregates, are what this costs (in
+        # autocommit on PostgreSQL: no BEGIN and ROLLBACK around it).
+        sessions = (
+            self.database.sessionmaker if self.database.is_sqlite else self.database.statements
+        )
+        async with sessions() as session:
             if self.database.is_sqlite:
                 now = await database_now(session)
                 first, second = (

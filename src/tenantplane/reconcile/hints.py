@@ -27,16 +27,46 @@ _NOTIFIED_KEY = "tenantplane.reconcile.notified"
 NOTIFY_CHANNEL = "tenantplane_reconcile"
 
 
+class Wake(asyncio.Event):
+    """A runner's wake-up event; set by hints (``hint``, which also counts them) and by the
+    runner itself (a finished row, stopping)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: Hints since the runner last reset it (before a fetch).
+        self.hints = 0
+        #: Set once ``hints`` reaches ``enough_at`` (the rows a fetch can take).
+        self.enough = asyncio.Event()
+        self.enough_at = 1
+
+    def hint(self) -> None:
+        self.hints += 1
+        if self.hints >= self.enough_at:
+            self.enough.set()
+        self.set()
+
+    def reset_hints(self, enough_at: int) -> None:
+        """Count hints from zero (before a fetch, which takes the rows of those before)."""
+        self.hints = 0
+        self.expect(enough_at)
+
+    def expect(self, enough_at: int) -> None:
+        """Set ``enough`` once ``enough_at`` hints have been counted (at once if they have)."""
+        self.enough_at = max(enough_at, 1)
+        if self.hints >= self.enough_at:
+            self.enough.set()
+        else:
+            self.enough.clear()
+
+
 class Wakeups:
     """Process-wide registry: reconciler name → the events of its running runners."""
 
     def __init__(self) -> None:
-        self._events: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = defaultdict(
-            set
-        )
+        self._events: dict[str, set[tuple[asyncio.AbstractEventLoop, Wake]]] = defaultdict(set)
 
-    def subscribe(self, name: str) -> asyncio.Event:
-        wake = asyncio.Event()
+    def subscribe(self, name: str) -> Wake:
+        wake = Wake()
         self._events[name].add((asyncio.get_running_loop(), wake))
         return wake
 
@@ -44,10 +74,15 @@ class Wakeups:
         self._events[name] = {entry for entry in self._events[name] if entry[1] is not wake}
 
     def wake(self, name: str) -> None:
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
         for loop, wake in list(self._events.get(name, ())):
-            if loop.is_closed():
-                continue
-            loop.call_soon_threadsafe(wake.set)
+            if loop is running:
+                wake.hint()  # this loop's own thread: no self-pipe round through the loop
+            elif not loop.is_closed():
+                loop.call_soon_threadsafe(wake.hint)
 
 
 wakeups = Wakeups()

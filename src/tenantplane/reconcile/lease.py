@@ -9,12 +9,16 @@ deleted): the result is stale and is discarded, never written over newer state.
 
 from __future__ import annotations
 
+import functools
+import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, String, and_, delete, or_, update
+from sqlalchemy import ColumnElement, String, TextualSelect, and_, delete, or_, text, update
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, declared_attr, mapped_column
 from sqlalchemy.sql.schema import Table
@@ -60,6 +64,10 @@ def released() -> dict[str, Any]:
     return {"lock_owner": None, "lock_token": None, "lock_expires_at": None}
 
 
+#: ``Lease.next_step`` when it is not known.
+UNKNOWN: object = object()
+
+
 @dataclass(frozen=True)
 class Lease:
     """A lease on one row: what the worker needs to apply its results safely."""
@@ -76,6 +84,23 @@ class Lease:
     previous_owner: str | None = None
     # This process's monotonic clock when the lease was taken (see ``now``).
     taken_at: float = field(default_factory=time.monotonic, compare=False)
+    # The row's next step as the write that ended this lease left it (see ``next_step``).
+    _ended: list[object] = field(default_factory=lambda: [UNKNOWN], compare=False, repr=False)
+
+    def ended(self, values: dict[str, Any] | None) -> None:
+        """Note that a write matched the row and ended this lease with ``values`` (None:
+        the row was deleted)."""
+        if values is None:
+            self._ended[0] = None
+            return
+        at = values.get("reconcile_at", UNKNOWN)
+        self._ended[0] = at if at is None or isinstance(at, datetime) else UNKNOWN
+
+    def next_step(self) -> datetime | object | None:
+        """When the row is due again as this lease's end wrote it: a time, None (converged or
+        deleted), or ``UNKNOWN`` (the lease has not been seen to end, or the write left the
+        row's ``reconcile_at`` as it was, or set it to an expression)."""
+        return self._ended[0]
 
     def guard(self, session: AsyncSession) -> LeaseGuard:
         return LeaseGuard(session, self)
@@ -110,7 +135,10 @@ class LeaseGuard:
         condition = self._where if where is None else and_(self._where, where)
         statement = update(self.lease.table).where(condition).values(**values)
         result = await self.session.execute(statement)
-        return bool(result.rowcount)  # type: ignore[attr-defined]
+        written = bool(result.rowcount)  # type: ignore[attr-defined]
+        if written and release:
+            self.lease.ended(values)
+        return written
 
     async def retry_at(self, when: datetime) -> bool:
         """End the lease and ask to be called again at ``when``."""
@@ -126,7 +154,144 @@ class LeaseGuard:
     async def delete(self) -> bool:
         """Delete the row if still held (a resource whose teardown is complete)."""
         result = await self.session.execute(delete(self.lease.table).where(self._where))
-        return bool(result.rowcount)  # type: ignore[attr-defined]
+        deleted = bool(result.rowcount)  # type: ignore[attr-defined]
+        if deleted:
+            self.lease.ended(None)
+        return deleted
 
 
-__all__ = ["Lease", "LeaseGuard", "Leased", "ready_condition", "released"]
+# The columns of a GuardedWrite: set, expected, incremented.
+Shape = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class GuardedWrite:
+    """One row's part of ``update_each``: written only while ``lease`` is held and the row
+    still has the values ``expect`` names (as ``LeaseGuard.update(where=…)`` with those
+    equalities): ``values`` are set, ``increment`` columns increased by their amounts."""
+
+    lease: Lease
+    values: dict[str, Any]
+    expect: dict[str, Any] = field(default_factory=dict)
+    increment: dict[str, int] = field(default_factory=dict)
+
+    def shape(self) -> Shape:
+        return (tuple(self.values), tuple(self.expect), tuple(self.increment))
+
+
+async def update_each(
+    session: AsyncSession, writes: Sequence[GuardedWrite], *, release: bool = True
+) -> set[Any]:
+    """Write each row's own values, each row under its own lease and its own ``expect``
+    exactly as ``LeaseGuard.update`` would (ending the lease unless ``release=False``);
+    return the keys of the rows written. A row whose lease was lost or which no longer has
+    the values expected is not written; the others are.
+
+    PostgreSQL: one statement for all the rows of one shape (the same columns), whatever
+    their number: ``UPDATE … FROM json_to_recordset(<the rows as one JSON parameter>)``,
+    ``RETURNING`` the keys written; its text depends on the shape only, so it is prepared
+    once. Elsewhere (SQLite, one writer: round trips cost nothing) one statement per row."""
+    if not writes:
+        return set()
+    if session.get_bind().dialect.name != "postgresql":
+        return {
+            write.lease.row_id for write in writes if await _update_one(session, write, release)
+        }
+    shapes: dict[Shape, list[GuardedWrite]] = {}
+    for write in writes:
+        shapes.setdefault(write.shape(), []).append(write)
+    written: set[Any] = set()
+    for shape, group in shapes.items():
+        statement = _batched_update(group[0].lease.table, *shape, release=release)
+        rows = json.dumps(
+            [
+                {
+                    "k": write.lease.row_id,
+                    "t": write.lease.token,
+                    **{f"v{i}": value for i, value in enumerate(write.values.values())},
+                    **{f"e{i}": value for i, value in enumerate(write.expect.values())},
+                    **{f"i{i}": value for i, value in enumerate(write.increment.values())},
+                }
+                for write in group
+            ],
+            default=_json_value,
+        )
+        result = await session.execute(statement, {"rows": rows})
+        keys = set(result.scalars().all())
+        if release:
+            for write in group:
+                if write.lease.row_id in keys:
+                    write.lease.ended(write.values)
+        written.update(keys)
+    return written
+
+
+async def _update_one(session: AsyncSession, write: GuardedWrite, release: bool) -> bool:
+    table = write.lease.table
+    expected = [table.c[name] == value for name, value in write.expect.items()]
+    increments = {name: table.c[name] + amount for name, amount in write.increment.items()}
+    guard = LeaseGuard(session, write.lease)
+    return await guard.update(
+        release=release,
+        where=and_(*expected) if expected else None,
+        **write.values,
+        **increments,
+    )
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column")
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not written by update_each")
+
+
+@functools.lru_cache(maxsize=64)
+def _batched_update(
+    table: Table,
+    values: tuple[str, ...],
+    expect: tuple[str, ...],
+    increment: tuple[str, ...],
+    *,
+    release: bool,
+) -> TextualSelect:
+    """``UPDATE table AS t SET … FROM json_to_recordset(:rows) AS v(…) WHERE t.key = v.k AND
+    t.lock_token = v.t AND t.<expected> = v.e… RETURNING t.key`` (PostgreSQL)."""
+    dialect = postgresql.dialect()  # type: ignore[no-untyped-call]
+    quote = dialect.identifier_preparer.quote
+    key = row_key(table)
+
+    def sql_type(name: str) -> str:
+        return str(table.c[name].type.compile(dialect=dialect))
+
+    record = [f"k {sql_type(key.name)}", "t text"]
+    record += [f"v{i} {sql_type(name)}" for i, name in enumerate(values)]
+    record += [f"e{i} {sql_type(name)}" for i, name in enumerate(expect)]
+    record += [f"i{i} bigint" for i in range(len(increment))]
+    assignments = [f"{quote(name)} = v.v{i}" for i, name in enumerate(values)]
+    assignments += [f"{quote(name)} = t.{quote(name)} + v.i{i}" for i, name in enumerate(increment)]
+    if release:
+        assignments += [f"{quote(name)} = NULL" for name in released() if name not in values]
+    conditions = [f"t.{quote(key.name)} = v.k", "t.lock_token = v.t"]
+    conditions += [f"t.{quote(name)} = v.e{i}" for i, name in enumerate(expect)]
+    # Identifiers from the table's definition, quoted; every value is in the one parameter.
+    sql = " ".join(
+        [
+            f"UPDATE {quote(table.name)} AS t SET {', '.join(assignments)}",  # noqa: S608
+            f"FROM json_to_recordset(CAST(:rows AS json)) AS v({', '.join(record)})",
+            f"WHERE {' AND '.join(conditions)} RETURNING t.{quote(key.name)}",
+        ]
+    )
+    return text(sql).columns(key)
+
+
+__all__ = [
+    "GuardedWrite",
+    "Lease",
+    "LeaseGuard",
+    "Leased",
+    "ready_condition",
+    "released",
+    "update_each",
+]

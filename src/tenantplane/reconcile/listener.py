@@ -25,9 +25,31 @@ async def _listen_psycopg(dsn: str, wake: Wake, ready: asyncio.Event) -> None:
 
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as connection:
         await connection.execute(f"LISTEN {NOTIFY_CHANNEL}")
-        ready.set()
-        async for notification in connection.notifies():
-            wake(notification.payload)
+        # The connection does nothing else from now on: rather than psycopg's
+        # ``notifies()``, which registers the socket with the event loop and unregisters it
+        # again for every notification, one reader for as long as the connection lives
+        # reads whatever has arrived and hands over every notification in it.
+        pgconn = connection.pgconn
+        loop = asyncio.get_running_loop()
+        lost: asyncio.Future[None] = loop.create_future()
+
+        def readable() -> None:
+            try:
+                pgconn.consume_input()
+                while (notification := pgconn.notifies()) is not None:
+                    wake(notification.extra.decode())
+            except Exception as exc:  # the connection is gone (psycopg.OperationalError)
+                if not lost.done():
+                    lost.set_exception(exc)
+
+        socket = pgconn.socket
+        loop.add_reader(socket, readable)
+        try:
+            ready.set()
+            readable()  # what arrived with the LISTEN's answer
+            await lost
+        finally:
+            loop.remove_reader(socket)
 
 
 async def listen(url: str, wake: Wake, ready: asyncio.Event | None = None) -> None:

@@ -12,18 +12,25 @@ a wake-up hint arrives, and never holds a transaction open across ``act``. While
 runs, a heartbeat renews the row's lease every third of its duration (dstack's
 ``Heartbeater``), so a slow step keeps its row; a step whose lease was lost meanwhile is not
 applied.
+
+A reconciler may declare ``batched = True``: the rows of one lease fetch are then worked as
+one batch (``load_batch`` in one session, the acts concurrently with one heartbeat for them
+all, ``apply_batch`` in one session), so that a reconciler whose steps are single statements
+reads and writes a whole batch in a statement or two instead of two per row.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import secrets
 import socket
+import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import timedelta
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from datetime import datetime, timedelta
 from typing import Any, ClassVar, Generic, TypeVar
 
 import structlog
@@ -34,11 +41,15 @@ from sqlalchemy.sql.schema import Table
 from tenantplane.db.clock import database_now
 from tenantplane.db.engine import Database
 from tenantplane.reconcile.fetcher import Fetcher
-from tenantplane.reconcile.hints import wakeups
-from tenantplane.reconcile.lease import Lease, LeaseGuard, ready_condition
+from tenantplane.reconcile.hints import Wake, wakeups
+from tenantplane.reconcile.lease import UNKNOWN, Lease, LeaseGuard, ready_condition
 from tenantplane.reconcile.metrics import ReconcileMetrics
 
 log = structlog.get_logger(__name__)
+
+#: Rows are arriving when the last fetch that found some ran less than this long ago: a
+#: hint then waits for others (``Reconciler.coalesce_seconds``).
+STREAM_SECONDS = 0.1
 
 Snapshot = TypeVar("Snapshot")
 Outcome = TypeVar("Outcome")
@@ -62,6 +73,20 @@ class Reconciler(ABC, Generic[Snapshot, Outcome]):
     #: a read taken by an earlier one): on PostgreSQL both then run in autocommit
     #: (``Database.statements``), without the BEGIN and COMMIT round trips around them.
     single_statements: ClassVar[bool] = False
+    #: True when the rows of one lease fetch are worked as one batch: ``load_batch`` in one
+    #: session, every ``act`` at once (one heartbeat renewing all their leases),
+    #: ``apply_batch`` in one session. A failure of ``load_batch`` or ``apply_batch`` backs
+    #: off every row of the batch; a failing ``act`` only its own row. The defaults loop
+    #: over ``load`` and ``apply``; a reconciler overrides them to read and write the whole
+    #: batch in a statement or two.
+    batched: ClassVar[bool] = False
+    #: When a wake-up hint finds the runner caught up (its last fetch was not a full batch)
+    #: and rows are arriving (the last fetch found some, less than ``STREAM_SECONDS`` ago),
+    #: wait for as many hints as the runner has free slots, at most this long, before
+    #: fetching, so that one fetch takes the rows of several hints. 0: fetch at once.
+    #: Bounds the delay a hint may add to a row's first step; a first row after a quiet
+    #: spell is not delayed.
+    coalesce_seconds: float = 0.0
 
     @abstractmethod
     async def load(self, session: AsyncSession, row_id: Any) -> Snapshot | None:
@@ -76,6 +101,20 @@ class Reconciler(ABC, Generic[Snapshot, Outcome]):
         self, session: AsyncSession, guard: LeaseGuard, snapshot: Snapshot, outcome: Outcome
     ) -> None:
         """Record the outcome through ``guard`` (which also ends the lease)."""
+
+    async def load_batch(
+        self, session: AsyncSession, row_ids: Sequence[Any]
+    ) -> dict[Any, Snapshot | None]:
+        """``load`` for every row of a batch (``batched``), in one session."""
+        return {row_id: await self.load(session, row_id) for row_id in row_ids}
+
+    async def apply_batch(
+        self, session: AsyncSession, batch: Sequence[tuple[LeaseGuard, Snapshot, Outcome]]
+    ) -> None:
+        """``apply`` for every row of a batch (``batched``), in one session; each row only
+        under its own guard, as ``apply`` does."""
+        for guard, snapshot, outcome in batch:
+            await self.apply(session, guard, snapshot, outcome)
 
 
 def process_identity() -> str:
@@ -105,14 +144,23 @@ class ReconcilerRunner:
         #: whoever needs to know that only a hint, or time, will make it look again).
         self.idle = asyncio.Event()
         self._inflight: set[asyncio.Task[None]] = set()
+        # Rows in hand (a batch task holds several).
+        self._busy = 0
+        # When the last fetch that found rows ran (monotonic; coalescing of hints).
+        self._last_found = float("-inf")
+        # Whether the loop waits for a slot; until when (monotonic) it sleeps, inf while it
+        # asks the database how long to sleep, None when it is not in ``_sleep``.
+        self._slot_wait = False
+        self._asleep_until: float | None = None
         self._stopping = asyncio.Event()
-        self._wake: asyncio.Event | None = None
+        self._wake: Wake | None = None
         self._log = log.bind(reconciler=reconciler.name)
 
     def stop(self) -> None:
         """Take no new work; ``run`` returns once the rows in hand are done."""
         self._stopping.set()
         if self._wake is not None:
+            self._wake.enough.set()
             self._wake.set()
 
     async def run(self, shutdown_grace_seconds: float = 10.0) -> None:
@@ -121,7 +169,7 @@ class ReconcilerRunner:
         try:
             while not self._stopping.is_set():
                 wake.clear()
-                free = reconciler.concurrency - len(self._inflight)
+                free = reconciler.concurrency - self._busy
                 leases: list[Lease] = []
                 try:
                     leases = await self.fetcher.lease(
@@ -129,19 +177,77 @@ class ReconcilerRunner:
                     )
                 except Exception:
                     self._log.exception("lease fetch failed")
+                # Hints that came during the fetch still wake the loop (the event), but are
+                # not counted: the fetch may have taken their rows.
+                wake.reset_hints(free)
                 for lease in leases:
                     self._note_takeover(lease)
-                    task = asyncio.create_task(self._work(lease))
-                    self._inflight.add(task)
-                    task.add_done_callback(self._finished(wake))
+                if leases:
+                    self._last_found = time.monotonic()
+                    if reconciler.batched:
+                        self._start(self._work_batch(leases), leases, wake)
+                    else:
+                        for lease in leases:
+                            self._start(self._work(lease), [lease], wake)
                 if leases and len(leases) == free:
                     # Full batch: more may be ready; come back as soon as a slot frees.
                     await self._wait_for_slot(wake)
                     continue
-                await self._sleep(wake)
+                if await self._sleep(wake):
+                    await self._coalesce(wake)
         finally:
             wakeups.unsubscribe(reconciler.name, wake)
             await self._drain(shutdown_grace_seconds)
+
+    def _start(
+        self, work: Coroutine[Any, Any, None], leases: list[Lease], wake: asyncio.Event
+    ) -> None:
+        task = asyncio.create_task(work)
+        self._inflight.add(task)
+        self._busy += len(leases)
+
+        def done(task: asyncio.Task[None]) -> None:
+            self._inflight.discard(task)
+            self._busy -= len(leases)
+            if not self.reconciler.batched or self._slot_wait or self._sooner(leases):
+                # A slot freed for a full runner, or a finished row may have scheduled its
+                # next step sooner than our sleep.
+                wake.set()
+
+        task.add_done_callback(done)
+
+    def _sooner(self, leases: list[Lease]) -> bool:
+        """Whether a row of ``leases`` (done) may be due before the loop looks again: when
+        the loop is not in ``_sleep`` its next one asks the database, which sees the rows'
+        writes (committed before the step ended); while it asks, any time is too late."""
+        until = self._asleep_until
+        if until is None:
+            return False
+        left = until - time.monotonic()
+        for lease in leases:
+            at = lease.next_step()
+            if at is UNKNOWN:
+                return True
+            if isinstance(at, datetime) and (at - lease.now()).total_seconds() < left:
+                return True
+        return False
+
+    async def _coalesce(self, wake: Wake) -> None:
+        """Woken while caught up: if rows are arriving, let more hints come so that one
+        fetch takes their rows together: until there are as many as free slots, for at most
+        ``coalesce_seconds`` (a bounded delay)."""
+        window = self.reconciler.coalesce_seconds
+        if window <= 0 or self._stopping.is_set():
+            return
+        if time.monotonic() - self._last_found > STREAM_SECONDS:
+            return  # a first row after a quiet spell: fetched at once
+        # The hints counted since the last fetch (the one that woke us among them).
+        wake.expect(self.reconciler.concurrency - self._busy)
+        timer = asyncio.get_running_loop().call_later(window, wake.enough.set)
+        try:
+            await wake.enough.wait()
+        finally:
+            timer.cancel()
 
     async def queue_depth(self) -> int:
         """Rows due now that no live lease holds."""
@@ -154,7 +260,7 @@ class ReconcilerRunner:
     async def refresh_metrics(self) -> None:
         name = self.reconciler.name
         self.metrics.queue_depth.labels(name).set(await self.queue_depth())
-        self.metrics.in_progress.labels(name).set(len(self._inflight))
+        self.metrics.in_progress.labels(name).set(self._busy)
 
     def _note_takeover(self, lease: Lease) -> None:
         if lease.previous_owner is None or lease.previous_owner == self.owner:
@@ -182,7 +288,10 @@ class ReconcilerRunner:
             if not fresh:
                 return len(seen)
             seen.update(lease.row_id for lease in fresh)
-            await asyncio.gather(*(self._work(lease) for lease in fresh))
+            if reconciler.batched:
+                await self._work_batch(fresh)
+            else:
+                await asyncio.gather(*(self._work(lease) for lease in fresh))
 
     async def _drain(self, grace_seconds: float) -> None:
         # Cancelling a task inside a transaction can strand its connection (on SQLite, with
@@ -194,23 +303,28 @@ class ReconcilerRunner:
             task.cancel()
         await asyncio.gather(*late, return_exceptions=True)
 
-    def _finished(self, wake: asyncio.Event) -> Any:
-        def done(task: asyncio.Task[None]) -> None:
-            self._inflight.discard(task)
-            # A finished row may have scheduled its next step sooner than our sleep.
-            wake.set()
-
-        return done
-
     async def _wait_for_slot(self, wake: asyncio.Event) -> None:
-        if len(self._inflight) >= self.reconciler.concurrency and not self._stopping.is_set():
-            await wake.wait()
+        if self._busy >= self.reconciler.concurrency and not self._stopping.is_set():
+            self._slot_wait = True
+            try:
+                await wake.wait()
+            finally:
+                self._slot_wait = False
 
-    async def _sleep(self, wake: asyncio.Event) -> None:
+    async def _sleep(self, wake: asyncio.Event) -> bool:
+        """Wait for a wake-up or the next due row; True when woken (a hint or a finished
+        row), False when the wait timed out."""
         if wake.is_set():
             # A hint (or a finished row) came while this pass ran: there is work to look
             # for now, and the next-due query would only bound a wait that will not happen.
-            return
+            return True
+        self._asleep_until = math.inf
+        try:
+            return await self._wait(wake)
+        finally:
+            self._asleep_until = None
+
+    async def _wait(self, wake: asyncio.Event) -> bool:
         timeout = self.idle_poll_seconds
         try:
             due = await self.fetcher.seconds_until_due()
@@ -220,16 +334,18 @@ class ReconcilerRunner:
         if due is not None:
             timeout = min(timeout, due)
         if self._stopping.is_set():
-            return
+            return False
         # A floor keeps a row that another process is leasing right now from spinning us.
         timeout = max(timeout, 0.01)
         self._log.debug("waiting for work", seconds=round(timeout, 3))
+        self._asleep_until = time.monotonic() + timeout
         self.idle.set()
         try:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(wake.wait(), timeout)
         finally:
             self.idle.clear()
+        return wake.is_set()
 
     async def _work(self, lease: Lease) -> None:
         with self.metrics.step(self.reconciler.name):
@@ -290,6 +406,122 @@ class ReconcilerRunner:
         finally:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
+
+    async def _work_batch(self, leases: list[Lease]) -> None:
+        started = time.perf_counter()
+        try:
+            await self._step_batch(leases)
+        finally:
+            self.metrics.steps_done(self.reconciler.name, len(leases), started)
+
+    async def _step_batch(self, leases: list[Lease]) -> None:
+        """``_step`` for the rows of one fetch together (``Reconciler.batched``)."""
+        reconciler = self.reconciler
+        steps = (
+            self.database.statements if reconciler.single_statements else self.database.transaction
+        )
+        try:
+            async with steps() as session:
+                snapshots = await reconciler.load_batch(session, [lease.row_id for lease in leases])
+                for lease in leases:
+                    if snapshots.get(lease.row_id) is None:
+                        await lease.guard(session).update(reconcile_at=None)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            await self._failed(leases, "reconcile step failed")
+            return
+        working = [lease for lease in leases if snapshots.get(lease.row_id) is not None]
+        if not working:
+            return
+        async with self._heartbeat_batch(working) as held:
+            if len(working) == 1:
+                # No task for a batch of one.
+                try:
+                    results: list[Any] = [await reconciler.act(snapshots[working[0].row_id])]
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    results = [exc]
+            else:
+                results = await asyncio.gather(
+                    *(reconciler.act(snapshots[lease.row_id]) for lease in working),
+                    return_exceptions=True,
+                )
+        batch: list[tuple[Lease, Any, Any]] = []
+        for lease, result in zip(working, results, strict=True):
+            if isinstance(result, asyncio.CancelledError):
+                raise result
+            if isinstance(result, BaseException):
+                await self._failed([lease], "reconcile step failed", result)
+            elif lease.row_id not in held:
+                # Taken over (or the row deleted) while we worked: the result is stale.
+                self._log.warning("lease lost during the step", row_id=lease.row_id)
+            else:
+                batch.append((lease, snapshots[lease.row_id], result))
+        if not batch:
+            return
+        try:
+            async with steps() as session:
+                await reconciler.apply_batch(
+                    session,
+                    [
+                        (lease.guard(session), snapshot, outcome)
+                        for lease, snapshot, outcome in batch
+                    ],
+                )
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            await self._failed([lease for lease, _, _ in batch], "reconcile step failed")
+
+    async def _failed(
+        self, leases: Sequence[Lease], event: str, error: BaseException | None = None
+    ) -> None:
+        """Count, log (with the exception being handled, or ``error``) and back off rows."""
+        self.metrics.failures.labels(self.reconciler.name).inc(len(leases))
+        exc_info = error if error is not None else True
+        for lease in leases:
+            self._log.error(event, row_id=lease.row_id, exc_info=exc_info)
+            await self._back_off(lease)
+
+    @contextlib.asynccontextmanager
+    async def _heartbeat_batch(self, leases: list[Lease]) -> AsyncIterator[set[Any]]:
+        """``_heartbeat`` for the rows of a batch: every third of the lease, one statement
+        renews all their leases. Yields the keys of the rows still held (a renewal that
+        misses a row removes it). No task exists unless the block outlasts a third of the
+        lease: a timer starts the beats."""
+        held = {lease.row_id for lease in leases}
+        interval = self.reconciler.lease_seconds / 3
+        duration = timedelta(seconds=self.reconciler.lease_seconds)
+        beating: list[asyncio.Task[None]] = []
+
+        async def beat() -> None:
+            while True:
+                mine = [lease for lease in leases if lease.row_id in held]
+                try:
+                    renewed = await self.fetcher.renew_many(mine, duration)
+                except Exception:
+                    # Transient: the next beat tries again (each lease stays valid until
+                    # its last renewal's expiry).
+                    self._log.warning("lease renewal failed", rows=len(mine), exc_info=True)
+                else:
+                    held.intersection_update(renewed)
+                    if not held:
+                        return
+                # A timer, not synchronisation: renewals are due at fixed intervals.
+                await asyncio.sleep(interval)
+
+        timer = asyncio.get_running_loop().call_later(
+            interval, lambda: beating.append(asyncio.create_task(beat()))
+        )
+        try:
+            yield held
+        finally:
+            timer.cancel()
+            for task in beating:
+                task.cancel()
+            await asyncio.gather(*beating, return_exceptions=True)
 
     async def _back_off(self, lease: Lease) -> None:
         with contextlib.suppress(Exception):

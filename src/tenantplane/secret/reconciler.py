@@ -8,6 +8,7 @@ removed: it is what removal (of a target, or of the whole secret) works from.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
@@ -28,6 +29,7 @@ from tenantplane.providers.sync import (
 from tenantplane.providers.sync.simulator import SimulatorSyncProvider
 from tenantplane.providers.vault import PathCheck, PathStatus, VaultPaths, build_vault_paths
 from tenantplane.reconcile import LeaseGuard, Reconciler
+from tenantplane.reconcile.lease import GuardedWrite, update_each
 from tenantplane.reconcile.registry import ReconcileContext
 from tenantplane.secret.models import Secret, SyncPhase
 from tenantplane.secret.repository import SecretRepository
@@ -124,6 +126,8 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
     name: ClassVar[str] = "secrets"
     table: ClassVar[Table] = Secret.__table__  # type: ignore[assignment]
     single_statements: ClassVar[bool] = True
+    # The rows of a fetch are read in one statement and their statuses written in one.
+    batched: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -134,7 +138,9 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
         retry_seconds: float,
         concurrency: int = 8,
         lease_seconds: float = 30.0,
+        coalesce_seconds: float = 0.02,
     ) -> None:
+        self.coalesce_seconds = coalesce_seconds
         self.vault = vault
         self.provider = provider
         self.resync_seconds = resync_seconds
@@ -146,35 +152,55 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
     # -- load ------------------------------------------------------------------------------
 
     async def load(self, session: AsyncSession, row_id: Any) -> SecretView | None:
+        return (await self.load_batch(session, [row_id]))[row_id]
+
+    async def load_batch(
+        self, session: AsyncSession, row_ids: Sequence[Any]
+    ) -> dict[Any, SecretView | None]:
+        """The secrets of a batch in one statement, and the clusters their targets name or
+        their copies are on in one more (when any has a target or a copy)."""
         repository = SecretRepository.from_session(session)
-        found = await repository.with_tenant_name(row_id)
-        if found is None:
-            return None
-        secret, tenant = found
-        targets = [] if secret.is_deleting else list(secret.sync)
-        applied = list(secret.applied)
-        clusters = await repository.clusters_for(
-            secret.tenant_id,
-            {target["cluster"] for target in targets},
-            {entry["clusterUid"] for entry in applied},
+        rows = await repository.many_with_tenant_names(row_ids)
+        wanted: dict[int, tuple[list[dict[str, str]], list[dict[str, str]]]] = {}
+        for row in rows:
+            deleting = row.deletion_requested_at is not None
+            wanted[row.id] = ([] if deleting else list(row.sync), list(row.applied))
+        names = {target["cluster"] for targets, _ in wanted.values() for target in targets}
+        uids = {entry["clusterUid"] for _, applied in wanted.values() for entry in applied}
+        clusters = await repository.clusters_of_tenants(
+            {row.tenant_id for row in rows if any(wanted[row.id])}, names, uids
         )
-        views = [ClusterView.of(cluster) for cluster in clusters]
-        return SecretView(
-            id=secret.id,
-            uid=secret.uid,
-            tenant=tenant,
-            name=secret.name,
-            secret_path=secret.secret_path,
-            generation=secret.generation,
-            deleting=secret.is_deleting,
-            targets=targets,
-            applied=applied,
-            phase=secret.phase,
-            statuses=list(secret.sync_statuses),
-            conditions=list(secret.conditions),
-            clusters_by_name={view.name: view for view in views},
-            clusters_by_uid={view.uid: view for view in views},
-        )
+        by_tenant: dict[int, list[ClusterView]] = {}
+        for cluster in clusters:
+            by_tenant.setdefault(cluster.tenant_id, []).append(ClusterView.of(cluster))
+        found: dict[Any, SecretView | None] = dict.fromkeys(row_ids)
+        for row in rows:
+            targets, applied = wanted[row.id]
+            own_names = {target["cluster"] for target in targets}
+            own_uids = {entry["clusterUid"] for entry in applied}
+            # The tenant's clusters named by this secret's targets or holding its copies.
+            views = [
+                view
+                for view in by_tenant.get(row.tenant_id, ())
+                if view.name in own_names or view.uid in own_uids
+            ]
+            found[row.id] = SecretView(
+                id=row.id,
+                uid=row.uid,
+                tenant=row.tenant,
+                name=row.name,
+                secret_path=row.secret_path,
+                generation=row.generation,
+                deleting=row.deletion_requested_at is not None,
+                targets=targets,
+                applied=applied,
+                phase=row.phase,
+                statuses=list(row.sync_statuses),
+                conditions=list(row.conditions),
+                clusters_by_name={view.name: view for view in views},
+                clusters_by_uid={view.uid: view for view in views},
+            )
+        return found
 
     # -- act: vault and clusters, no session open -----------------------------------------
 
@@ -277,19 +303,42 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
     async def apply(
         self, session: AsyncSession, guard: LeaseGuard, snapshot: SecretView, outcome: SyncOutcome
     ) -> None:
-        # Every change below is one statement under the lease (``single_statements``), and
-        # the time stamped is the database's, from the lease: no round trip to ask it.
-        now = guard.lease.now()
-        if snapshot.deleting:
-            await self._apply_deletion(guard, outcome, now)
-            return
-        if await self._apply_status(guard, snapshot, outcome, now):
-            return
-        # Nothing written: the lease was lost (a newer pass owns the row, and this write
-        # changes nothing either), or desired state changed while we worked: keep what we
-        # learnt about copies and let the next pass (already due) compute the status of
-        # the new targets.
-        await guard.update(applied=outcome.applied)
+        await self.apply_batch(session, [(guard, snapshot, outcome)])
+
+    async def apply_batch(
+        self,
+        session: AsyncSession,
+        batch: Sequence[tuple[LeaseGuard, SecretView, SyncOutcome]],
+    ) -> None:
+        """Every change below is one statement under each row's own lease
+        (``single_statements``): the status of every secret of the batch in one UPDATE, each
+        row written only if its lease is held and it still has the generation acted on; the
+        time stamped is the database's, from the lease: no round trip to ask it."""
+        statuses: list[tuple[GuardedWrite, SecretView, SyncPhase]] = []
+        for guard, snapshot, outcome in batch:
+            now = guard.lease.now()
+            if snapshot.deleting:
+                await self._apply_deletion(guard, outcome, now)
+            else:
+                statuses.append(self._status_write(guard, snapshot, outcome, now))
+        written = await update_each(session, [write for write, _, _ in statuses])
+        kept: list[GuardedWrite] = []
+        for write, snapshot, phase in statuses:
+            if write.lease.row_id not in written:
+                # Nothing written: the lease was lost (a newer pass owns the row, and this
+                # write changes nothing either), or desired state changed while we worked
+                # (a PATCH or DELETE committed meanwhile; one in flight holds the row and
+                # the statement waited for it): keep what we learnt about copies and let the
+                # next pass (already due) compute the status of the new targets.
+                kept.append(GuardedWrite(write.lease, {"applied": write.values["applied"]}))
+            elif phase.value != snapshot.phase:
+                log.info(
+                    "secret sync phase changed",
+                    tenant=snapshot.tenant,
+                    secret=snapshot.name,
+                    phase=phase.value,
+                )
+        await update_each(session, kept)
 
     async def _apply_deletion(self, guard: LeaseGuard, outcome: SyncOutcome, now: datetime) -> None:
         if not outcome.applied:
@@ -298,12 +347,11 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
         next_at = now + timedelta(seconds=self.retry_seconds)
         await guard.update(applied=outcome.applied, reconcile_at=next_at)
 
-    async def _apply_status(
+    def _status_write(
         self, guard: LeaseGuard, snapshot: SecretView, outcome: SyncOutcome, now: datetime
-    ) -> bool:
-        """Record the status of the generation acted on; False when the row no longer has
-        that generation (a PATCH or DELETE committed meanwhile; one in flight holds the row
-        and this statement waits for it) or the lease was lost."""
+    ) -> tuple[GuardedWrite, SecretView, SyncPhase]:
+        """The status of the generation acted on, to be written only while the row still has
+        that generation and the lease is held."""
         phase = overall_phase(outcome.statuses)
         if phase is SyncPhase.synced and outcome.removals_pending:
             # Desired state is not reached while a removed target's copy is still there.
@@ -318,22 +366,13 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
         }
         visible = {"phase": phase.value, "sync_statuses": outcome.statuses}
         before = {"phase": snapshot.phase, "sync_statuses": snapshot.statuses}
-        table = Secret.__table__
+        increment: dict[str, int] = {}
         if visible != before or _without_times(conditions) != _without_times(snapshot.conditions):
-            values.update(
-                visible, conditions=conditions, resource_version=table.c.resource_version + 1
-            )
-        current = table.c.generation == snapshot.generation
-        if not await guard.update(where=current, **values):
-            return False
-        if phase.value != snapshot.phase:
-            log.info(
-                "secret sync phase changed",
-                tenant=snapshot.tenant,
-                secret=snapshot.name,
-                phase=phase.value,
-            )
-        return True
+            values.update(visible, conditions=conditions)
+            increment["resource_version"] = 1
+        # Written only while the row still has the generation acted on.
+        write = GuardedWrite(guard.lease, values, {"generation": snapshot.generation}, increment)
+        return write, snapshot, phase
 
 
 def _path_failure(path: PathCheck | None) -> tuple[SyncPhase, Reason, str] | None:

@@ -16,6 +16,23 @@ from tenantplane.tenant.models import Tenant
 _SECRETS: Table = Secret.__table__  # type: ignore[assignment]
 _COLUMNS = tuple(column.key for column in _SECRETS.columns)
 _INSERT = insert(_SECRETS)
+_TENANTS: Table = Tenant.__table__  # type: ignore[assignment]
+# The reconciler's read of secrets (``many_with_tenant_names``).
+_RECONCILED = select(
+    _SECRETS.c.id,
+    _SECRETS.c.uid,
+    _SECRETS.c.tenant_id,
+    _SECRETS.c.name,
+    _SECRETS.c.secret_path,
+    _SECRETS.c.generation,
+    _SECRETS.c.deletion_requested_at,
+    _SECRETS.c.sync,
+    _SECRETS.c.applied,
+    _SECRETS.c.phase,
+    _SECRETS.c.sync_statuses,
+    _SECRETS.c.conditions,
+    _TENANTS.c.name.label("tenant"),
+).join(_TENANTS, _TENANTS.c.id == _SECRETS.c.tenant_id)
 
 
 @functools.cache
@@ -111,6 +128,27 @@ class SecretRepository:
         )
         row = (await self.session.execute(statement)).one_or_none()
         return None if row is None else (row[0], row[1])
+
+    async def many_with_tenant_names(self, row_ids: Collection[int]) -> Sequence[Any]:
+        """What the reconciler reads of each secret of ``row_ids`` and its tenant's name
+        (``tenant``), in one statement, as plain rows (no ORM objects); a secret or tenant
+        that is gone has no row."""
+        statement = _RECONCILED.where(_SECRETS.c.id.in_(list(row_ids)))
+        return (await self.session.execute(statement)).all()
+
+    async def clusters_of_tenants(
+        self, tenant_ids: Collection[int], names: Collection[str], uids: Collection[str]
+    ) -> Sequence[Cluster]:
+        """The clusters of ``tenant_ids`` named ``names`` or of incarnation ``uids``: a
+        superset of what ``clusters_for`` returns for each of those tenants, in one
+        statement (the caller keeps each secret's own)."""
+        if not tenant_ids or (not names and not uids):
+            return []
+        statement = select(Cluster).where(
+            Cluster.tenant_id.in_(set(tenant_ids)),
+            or_(Cluster.name.in_(set(names)), Cluster.uid.in_(set(uids))),
+        )
+        return (await self.session.execute(statement)).scalars().all()
 
     async def clusters_for(
         self, tenant_id: int, names: Collection[str], uids: Collection[str]
