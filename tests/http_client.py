@@ -12,6 +12,7 @@ from sqlalchemy import event
 from tenantplane.app import create_app
 from tenantplane.config import Settings
 from tenantplane.db.postgres_reads import PostgresReads
+from tenantplane.db.sqlite_reads import SqliteReads
 
 BASE_URL = "http://tenantplane.test"
 
@@ -49,7 +50,7 @@ def plain_reads_of(app: FastAPI, table: str) -> Iterator[list[str]]:
             seen.append(statement)
 
     reads = app.state.database.reads
-    if isinstance(reads, PostgresReads):
+    if isinstance(reads, PostgresReads | SqliteReads):
         reads.listeners.append(record)
         try:
             yield seen

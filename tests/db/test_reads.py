@@ -19,7 +19,7 @@ from tenantplane.cluster.repository import (
     read_versions,
 )
 from tenantplane.db.engine import Database
-from tenantplane.db.reads import SqliteReads
+from tenantplane.db.sqlite_reads import SqliteReads
 from tenantplane.member.repository import find_membership
 from tenantplane.tenant.models import Tenant
 from tests.factories import Factory
@@ -70,9 +70,8 @@ async def test_single_reads_open_no_transaction_and_a_snapshot_is_one(
         assert isinstance(database.reads, SqliteReads)
         await database.reads.first(TENANT_COUNT, {})
         await database.reads.snapshot((TENANT_COUNT, {}), (TENANT_COUNT, {}))
-        # Back in the pool with no transaction (and so no snapshot) left open.
-        with database.reads.engine.connect() as connection:
-            assert not connection.connection.dbapi_connection.in_transaction  # type: ignore[union-attr]
+        # No transaction (and so no snapshot) left open on this thread's connection.
+        assert not database.reads.in_transaction()
         return
     one_statement = text("SELECT transaction_timestamp() = statement_timestamp()")
     # Autocommit: the statement is its own transaction (no BEGIN round trip before it).

@@ -31,7 +31,8 @@ from sqlalchemy.ext.asyncio import (
 from sqlalchemy.pool import AsyncAdaptedQueuePool
 
 from tenantplane.db.postgres_reads import PostgresReads
-from tenantplane.db.reads import EngineReads, Reads, SqliteReads, sqlite_read_url
+from tenantplane.db.reads import EngineReads, Reads
+from tenantplane.db.sqlite_reads import sqlite_reads
 from tenantplane.db.urls import libpq_dsn, normalise_database_url
 from tenantplane.files import create_private
 
@@ -292,4 +293,4 @@ def _plain_reads(engine: AsyncEngine, options: DatabaseOptions) -> Reads:
         # An in-memory database exists in its one connection: read through the same engine,
         # without the write lock.
         return EngineReads(engine.execution_options(**{READ_ONLY: True}))
-    return SqliteReads.of_file(sqlite_read_url(engine.url.render_as_string(False)))
+    return sqlite_reads(engine.url.render_as_string(False))

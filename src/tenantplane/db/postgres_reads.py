@@ -6,11 +6,8 @@ in a greenlet of its own, the pooled connection is checked out and returned thro
 more, and the result's description is rebuilt on every row set. For the handful of
 statements that answer polls, that adaptation was the larger part of a request.
 
-So these statements take the direct path, and SQLAlchemy still does what it is good at:
-each statement is compiled once, by the engine's own dialect, into the SQL psycopg sends;
-its bind values are prepared, and its result values converted (UTC timestamps, enums,
-decimal strings), by the very processors the dialect gives the column types. Rows come
-back as named tuples, read by column name like SQLAlchemy's rows.
+So these statements take the direct path, compiled once by SQLAlchemy, their values
+converted by its processors (db/compiled.py).
 
 Errors are raised as SQLAlchemy's (``DBAPIError`` and its pool ``TimeoutError``), so they
 are classified and answered exactly like any other database error (db/errors.py).
@@ -19,12 +16,9 @@ are classified and answered exactly like any other database error (db/errors.py)
 from __future__ import annotations
 
 import asyncio
-import re
-from collections import namedtuple
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import orjson
 import psycopg
@@ -33,103 +27,10 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as SqlAlchemyPoolTimeout
-from sqlalchemy.sql import ColumnElement, Executable
-from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql import Executable
 
+from tenantplane.db.compiled import Prepared, PreparedStatements
 from tenantplane.db.reads import Parameters, ReadRow
-
-# Statements are module constants; ad-hoc ones (tests, the console) are compiled again when
-# they fall out of this many.
-_PREPARED_LIMIT = 256
-# A statement whose values are to be sent as one array: SQLAlchemy renders an "expanding"
-# IN list at execution time; PostgreSQL takes the list as one parameter with = ANY.
-_EXPANDING_IN = " IN (__[POSTCOMPILE_{name}])"
-_RENDERED_LATER = re.compile(r"__\[POSTCOMPILE_")
-
-Processor = Callable[[Any], Any]
-
-
-@dataclass
-class _Prepared:
-    """One statement as psycopg sends it, with its bind and result conversions."""
-
-    statement: Executable
-    sql: str
-    compiled: SQLCompiler
-    binds: dict[str, tuple[Processor | None, bool]]
-    # Built from the first result's description (the processors depend on the column's
-    # server type, as SQLAlchemy's do).
-    rows: Callable[[Sequence[Any]], ReadRow] | None = field(default=None)
-
-    def parameters(self, values: Parameters) -> dict[str, Any]:
-        bound = dict(self.compiled.construct_params(dict(values)))
-        for name, (processor, expanding) in self.binds.items():
-            if processor is None or name not in bound:
-                continue
-            value = bound[name]
-            bound[name] = [processor(item) for item in value] if expanding else processor(value)
-        return bound
-
-    def row_maker(
-        self, cursor: psycopg.AsyncCursor[Any], dialect: Dialect
-    ) -> Callable[[Sequence[Any]], ReadRow] | None:
-        """How to build this statement's rows; None if it returns none. psycopg builds a
-        cursor's description anew on each access: only the first result reads it."""
-        if self.rows is None:
-            description = cursor.description
-            if description is None:
-                return None
-            self.rows = _row_maker(self.statement, description, dialect)
-        return self.rows
-
-
-def _row_maker(
-    statement: Executable, description: Sequence[psycopg.Column], dialect: Dialect
-) -> Callable[[Sequence[Any]], ReadRow]:
-    # A named tuple per statement, of the names the server sent (so: typed loosely).
-    names = [column.name for column in description]
-    row_type: Any = namedtuple("Row", names, rename=True)  # type: ignore[misc]
-    processors: list[Processor | None] = [None] * len(description)
-    selected = _selected(statement)
-    if len(selected) == len(description):
-        for index, (column, sent) in enumerate(zip(selected, description, strict=True)):
-            implementation = column.type.dialect_impl(dialect)
-            processors[index] = implementation.result_processor(dialect, sent.type_code)
-    as_row = cast(Callable[[Sequence[Any]], ReadRow], row_type._make)
-    if not any(processors):
-        return as_row
-
-    def make(values: Sequence[Any]) -> ReadRow:
-        converted = [
-            value if convert is None else convert(value)
-            for value, convert in zip(values, processors, strict=True)
-        ]
-        return as_row(converted)
-
-    return make
-
-
-def _selected(statement: Executable) -> Sequence[ColumnElement[Any]]:
-    """The typed columns of a SELECT (a ``text()`` statement has none: values as sent)."""
-    selected = getattr(statement, "selected_columns", None)
-    return list(selected) if selected is not None else []
-
-
-def _prepare(statement: Executable, dialect: Dialect) -> _Prepared:
-    compiled = statement.compile(dialect=dialect)  # type: ignore[attr-defined]
-    assert isinstance(compiled, SQLCompiler)
-    sql = compiled.string
-    binds: dict[str, tuple[Processor | None, bool]] = {}
-    for name, bind in compiled.binds.items():
-        if bind.expanding:
-            rendered = _EXPANDING_IN.format(name=name)
-            if rendered not in sql:
-                raise ValueError(f"{name!r}: only 'column IN (list)' is read as a list")
-            sql = sql.replace(rendered, f" = ANY(%({name})s)")
-        binds[name] = (bind.type.dialect_impl(dialect).bind_processor(dialect), bind.expanding)
-    if _RENDERED_LATER.search(sql):
-        raise ValueError("a statement rendered at execution time cannot be a plain read")
-    return _Prepared(statement, sql, compiled, binds)
 
 
 class PostgresReads:
@@ -156,7 +57,7 @@ class PostgresReads:
             "connect_timeout": connect_timeout_seconds,
             "options": f"{session_options} -c default_transaction_read_only=on".strip(),
         }
-        self._prepared: dict[int, _Prepared] = {}
+        self._prepared = PreparedStatements(dialect)
         self._pool: AsyncConnectionPool | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._opening: asyncio.Task[None] | None = None
@@ -186,7 +87,7 @@ class PostgresReads:
         single: bool = False,
         snapshot: bool = False,
     ) -> list[Sequence[ReadRow]]:
-        prepared = [(self._prepared_of(statement), values) for statement, values in statements]
+        prepared = [(self._prepared.of(statement), values) for statement, values in statements]
         async with self._connection() as connection:
             if snapshot:
                 async with connection.transaction():
@@ -196,7 +97,7 @@ class PostgresReads:
     async def _rows(
         self,
         connection: psycopg.AsyncConnection[Any],
-        prepared: _Prepared,
+        prepared: Prepared,
         values: Parameters,
         *,
         single: bool = False,
@@ -205,9 +106,15 @@ class PostgresReads:
             listener(prepared.sql)
         try:
             cursor = await connection.execute(prepared.sql, prepared.parameters(values))
-            make = prepared.row_maker(cursor, self.dialect)
-            if make is None:
+            # psycopg builds a cursor's description anew on each access: read it once.
+            description = None if prepared.rows is not None else cursor.description
+            if prepared.rows is None and description is None:
                 return []
+            make = prepared.row_maker(
+                [column.name for column in description or ()],
+                [column.type_code for column in description or ()],
+                self.dialect,
+            )
             if single:
                 found = await cursor.fetchone()
                 return [] if found is None else [make(found)]
@@ -226,14 +133,6 @@ class PostgresReads:
                 connection_invalidated=connection.broken,
                 dialect=self.dialect,
             ) from exc
-
-    def _prepared_of(self, statement: Executable) -> _Prepared:
-        prepared = self._prepared.get(id(statement))
-        if prepared is None or prepared.statement is not statement:
-            if len(self._prepared) >= _PREPARED_LIMIT:
-                self._prepared.pop(next(iter(self._prepared)))
-            prepared = self._prepared[id(statement)] = _prepare(statement, self.dialect)
-        return prepared
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:

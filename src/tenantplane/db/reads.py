@@ -6,21 +6,18 @@ statement (bench/RESULTS.md): on SQLite each aiosqlite call is a hop to the conn
 thread and back, on PostgreSQL a transaction is three round trips (BEGIN, the statement,
 ROLLBACK). So reads take the shortest path each backend allows:
 
-- SQLite: a synchronous connection of the same file, used on the event loop. A WAL reader
-  waits for nobody (writers append to the log; readers see the last commit), so a point read
-  blocks the loop for tens of microseconds, against hundreds for the hops it saves. These
-  connections are ``query_only``: they cannot write even by mistake. A connection is checked
-  out, used and returned within one call (never across an ``await``), so the loop's thread
-  holds at most one and the pool can never make the loop wait.
+- SQLite: sqlite3 itself, a ``query_only`` connection of the same file per thread, used on
+  the event loop (db/sqlite_reads.py). A WAL reader waits for nobody (writers append to the
+  log; readers see the last commit), so a point read blocks the loop for tens of
+  microseconds, against hundreds for the hops it saves.
 - PostgreSQL: psycopg's own small pool of autocommit, read-only connections, the statements
   compiled once by SQLAlchemy (db/postgres_reads.py): a statement is one round trip and sees
   the last commit. ``snapshot`` reads (several statements that must agree) run in one
   read-only REPEATABLE READ transaction.
 
 Statements are built once, at import, with named ``bindparam``s, and executed with their
-values: SQLAlchemy then reuses the compiled form and its result metadata as they are (a
-statement built per request is compiled from the cache but its result columns are matched
-to the cached ones, column by column, on every execution).
+values: each is compiled once by SQLAlchemy, which also converts its values
+(db/compiled.py); a statement built per request would be compiled again each time.
 
 Reads that decide a write (plan limits, If-Match, uniqueness) stay in the request's session,
 inside its transaction and under its locks; these are for answering GETs.
@@ -31,21 +28,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
-import orjson
-from sqlalchemy import ColumnElement, Engine, create_engine, event, type_coerce
+from sqlalchemy import ColumnElement, type_coerce
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.orm import QueryableAttribute
-from sqlalchemy.pool import QueuePool
 from sqlalchemy.sql import Executable
 from sqlalchemy.types import NullType
-
-# The loop's thread uses one connection at a time; other threads (the CLI's, tests') a few.
-_SQLITE_READ_POOL = {"pool_size": 2, "max_overflow": 6, "pool_timeout": 5.0}
-# A WAL reader is refused only in rare moments (recovery of a crashed writer's log): wait a
-# little, then answer 503 DATABASE_BUSY rather than hold up the event loop.
-_SQLITE_READ_BUSY_MS = 250
-
 
 Parameters = Mapping[str, Any]
 
@@ -79,53 +67,6 @@ class Reads(Protocol):
 
     async def dispose(self) -> None:
         """Close the pooled connections."""
-
-
-class SqliteReads:
-    """Synchronous reads of a SQLite file, on the caller's thread (see the module)."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-
-    @classmethod
-    def of_file(cls, url: str) -> SqliteReads:
-        engine = create_engine(
-            url,
-            poolclass=QueuePool,
-            connect_args={"check_same_thread": False},
-            json_deserializer=orjson.loads,
-            **_SQLITE_READ_POOL,
-        )
-        event.listen(engine, "connect", _read_only_connection)
-        return cls(engine)
-
-    async def first(self, statement: Executable, parameters: Parameters) -> ReadRow | None:
-        with self.engine.connect() as connection:
-            return connection.execute(statement, parameters).first()
-
-    async def all(self, statement: Executable, parameters: Parameters) -> Sequence[ReadRow]:
-        with self.engine.connect() as connection:
-            return connection.execute(statement, parameters).all()
-
-    async def snapshot(self, *statements: tuple[Executable, Parameters]) -> list[Sequence[ReadRow]]:
-        with self.engine.connect() as connection:
-            connection.exec_driver_sql("BEGIN")
-            try:
-                return [connection.execute(*statement).all() for statement in statements]
-            finally:
-                connection.exec_driver_sql("COMMIT")
-
-    async def dispose(self) -> None:
-        self.engine.dispose()
-
-
-def _read_only_connection(dbapi_connection: Any, _: Any) -> None:
-    # Autocommit at the driver: each statement is its own snapshot unless BEGIN says otherwise.
-    dbapi_connection.isolation_level = None
-    cursor = dbapi_connection.cursor()
-    cursor.execute(f"PRAGMA busy_timeout={_SQLITE_READ_BUSY_MS}")
-    cursor.execute("PRAGMA query_only=ON")
-    cursor.close()
 
 
 class EngineReads:
