@@ -4,16 +4,19 @@ gives this reconciler (``single_statements``: autocommit on PostgreSQL)."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
 
+import httpx
 from sqlalchemy import select, update
 
 from tenantplane.db.engine import Database
 from tenantplane.reconcile.fetcher import Fetcher
 from tenantplane.reconcile.registry import ReconcileContext
 from tenantplane.secret.models import Secret
-from tenantplane.secret.reconciler import SecretReconciler, build_secret_reconciler
+from tenantplane.secret.reconciler import SecretReconciler, SecretView, build_secret_reconciler
 from tests.conftest import make_settings
 from tests.factories import Factory
 from tests.http_client import api_client, bearer, running_app
@@ -22,12 +25,28 @@ from tests.secret.support import copies_in, target_statuses
 SECRETS = SecretReconciler.table
 
 
-async def one_pass(database: Database, context: ReconcileContext) -> None:
-    reconciler = build_secret_reconciler(context)
-    assert reconciler is not None
-    [lease] = await Fetcher(database, SECRETS, "test").lease(1, timedelta(seconds=30))
+@asynccontextmanager
+async def served(
+    database: Database, database_url: str, tmp_path: Path
+) -> AsyncIterator[tuple[httpx.AsyncClient, SecretReconciler]]:
+    """The API (its reconcilers off) and a secret reconciler to drive by hand."""
+    settings = make_settings(database_url, tmp_path, run_reconcilers=False)
+    reconciler = build_secret_reconciler(ReconcileContext(settings, database))
+    assert isinstance(reconciler, SecretReconciler)
+    async with running_app(settings) as app, api_client(app) as client:
+        yield client, reconciler
+
+
+async def loaded(database: Database, reconciler: SecretReconciler, row_id: int) -> SecretView:
     async with database.statements() as session:
-        snapshot = await reconciler.load(session, lease.row_id)
+        snapshot = await reconciler.load(session, row_id)
+    assert snapshot is not None
+    return snapshot
+
+
+async def one_pass(database: Database, reconciler: SecretReconciler) -> None:
+    [lease] = await Fetcher(database, SECRETS, "test").lease(1, timedelta(seconds=30))
+    snapshot = await loaded(database, reconciler, lease.row_id)
     outcome = await reconciler.act(snapshot)
     async with database.statements() as session:
         await reconciler.apply(session, lease.guard(session), snapshot, outcome)
@@ -36,12 +55,10 @@ async def one_pass(database: Database, context: ReconcileContext) -> None:
 async def test_a_patch_during_a_pass_is_not_overwritten_by_it(
     factory: Factory, database: Database, database_url: str, tmp_path: Path
 ) -> None:
-    settings = make_settings(database_url, tmp_path, run_reconcilers=False)
-    context = ReconcileContext(settings, database)
     tenant = await factory.tenant()
     prod = await factory.cluster_row(tenant.id, "prod")
     stage = await factory.cluster_row(tenant.id, "stage")
-    async with running_app(settings) as app, api_client(app) as client:
+    async with served(database, database_url, tmp_path) as (client, reconciler):
         headers = bearer(tenant.admin_key)
         created = await client.post(
             f"{tenant.path}/secrets",
@@ -54,12 +71,9 @@ async def test_a_patch_during_a_pass_is_not_overwritten_by_it(
         )
         assert created.status_code == 201
 
-        reconciler = build_secret_reconciler(context)
-        assert reconciler is not None
         fetcher = Fetcher(database, SECRETS, "test")
         [lease] = await fetcher.lease(10, timedelta(seconds=30))
-        async with database.statements() as session:
-            snapshot = await reconciler.load(session, lease.row_id)
+        snapshot = await loaded(database, reconciler, lease.row_id)
         outcome = await reconciler.act(snapshot)  # places prod/a
         assert await copies_in(database, prod.uid) == {("a", "app")}
 
@@ -86,7 +100,7 @@ async def test_a_patch_during_a_pass_is_not_overwritten_by_it(
         assert row.observed_generation == 0
 
         # The next pass moves the copy.
-        await one_pass(database, context)
+        await one_pass(database, reconciler)
         body = (await client.get(f"{tenant.path}/secrets/app", headers=headers)).json()
         assert target_statuses(body) == [("stage", "b", "app", "Synced", "Synced")]
         assert body["status"]["phase"] == "Synced"
@@ -97,11 +111,9 @@ async def test_a_patch_during_a_pass_is_not_overwritten_by_it(
 async def test_a_pass_that_lost_its_lease_writes_nothing(
     factory: Factory, database: Database, database_url: str, tmp_path: Path
 ) -> None:
-    settings = make_settings(database_url, tmp_path, run_reconcilers=False)
-    context = ReconcileContext(settings, database)
     tenant = await factory.tenant()
     await factory.cluster_row(tenant.id, "prod")
-    async with running_app(settings) as app, api_client(app) as client:
+    async with served(database, database_url, tmp_path) as (client, reconciler):
         headers = bearer(tenant.admin_key)
         created = await client.post(
             f"{tenant.path}/secrets",
@@ -113,12 +125,9 @@ async def test_a_pass_that_lost_its_lease_writes_nothing(
             headers=headers,
         )
         version = created.json()["resourceVersion"]
-        reconciler = build_secret_reconciler(context)
-        assert reconciler is not None
         # A lease that has already expired: another worker may take the row over.
         [stale] = await Fetcher(database, SECRETS, "slow").lease(1, timedelta(0))
-        async with database.statements() as session:
-            snapshot = await reconciler.load(session, stale.row_id)
+        snapshot = await loaded(database, reconciler, stale.row_id)
         outcome = await reconciler.act(snapshot)
         [fresh] = await Fetcher(database, SECRETS, "fast").lease(1, timedelta(seconds=30))
         async with database.statements() as session:
@@ -134,11 +143,9 @@ async def test_a_pass_that_lost_its_lease_writes_nothing(
 async def test_a_batch_applies_each_secret_under_its_own_lease_and_generation(
     factory: Factory, database: Database, database_url: str, tmp_path: Path
 ) -> None:
-    settings = make_settings(database_url, tmp_path, run_reconcilers=False)
-    context = ReconcileContext(settings, database)
     tenant = await factory.tenant()
     await factory.cluster_row(tenant.id, "prod")
-    async with running_app(settings) as app, api_client(app) as client:
+    async with served(database, database_url, tmp_path) as (client, reconciler):
         headers = bearer(tenant.admin_key)
         for name in ("kept", "patched", "stolen"):
             created = await client.post(
@@ -151,12 +158,12 @@ async def test_a_batch_applies_each_secret_under_its_own_lease_and_generation(
                 "items"
             ]
         }
-        reconciler = build_secret_reconciler(context)
-        assert reconciler is not None
         leases = await Fetcher(database, SECRETS, "batch").lease(10, timedelta(seconds=30))
         async with database.statements() as session:
-            snapshots = await reconciler.load_batch(session, [lease.row_id for lease in leases])
-        by_name = {snapshots[lease.row_id].name: lease for lease in leases}  # type: ignore[union-attr]
+            loaded_batch = await reconciler.load_batch(session, [lease.row_id for lease in leases])
+        snapshots = {row_id: view for row_id, view in loaded_batch.items() if view is not None}
+        assert len(snapshots) == len(leases) == 3
+        by_name = {snapshots[lease.row_id].name: lease for lease in leases}
         outcomes = {
             row_id: await reconciler.act(snapshot) for row_id, snapshot in snapshots.items()
         }

@@ -20,11 +20,12 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import orjson
 from sqlalchemy import create_engine
 from sqlalchemy.engine import Dialect, make_url
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, StatementError
 from sqlalchemy.sql import Executable
 
 from tenantplane.db.compiled import Prepared, PreparedStatements
@@ -59,11 +60,11 @@ class SqliteReads:
         prepared = [(self._prepared.of(statement), values) for statement, values in statements]
         connection = self._connection()
         # A deferred transaction: its snapshot is taken at the first read and kept to the end.
-        connection.execute("BEGIN")
+        self._control(connection, "BEGIN")
         try:
             return [self._rows(connection, *one) for one in prepared]
         finally:
-            connection.execute("COMMIT")
+            self._control(connection, "COMMIT")
 
     async def dispose(self) -> None:
         with self._lock:
@@ -102,9 +103,17 @@ class SqliteReads:
                 return [] if found is None else [make(found)]
             return [make(row) for row in cursor.fetchall()]
         except sqlite3.Error as exc:
-            raise DBAPIError.instance(
-                sql, parameters, exc, sqlite3.Error, dialect=self.dialect
-            ) from exc
+            raise self._translated(sql, parameters, exc) from exc
+
+    def _control(self, connection: sqlite3.Connection, sql: str) -> None:
+        try:
+            connection.execute(sql)
+        except sqlite3.Error as exc:
+            raise self._translated(sql, [], exc) from exc
+
+    def _translated(self, sql: str, parameters: list[Any], exc: sqlite3.Error) -> StatementError:
+        """``exc`` as SQLAlchemy raises it (db/errors.py answers those)."""
+        return DBAPIError.instance(sql, parameters, exc, sqlite3.Error, dialect=self.dialect)
 
     def _connection(self) -> sqlite3.Connection:
         connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
