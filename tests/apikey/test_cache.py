@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
-from sqlalchemy import event
 
 from tenantplane.apikey.cache import CachedKey, KeyCache
 from tenantplane.config import Settings
@@ -17,6 +16,7 @@ from tenantplane.db.engine import Database
 from tests.conftest import make_settings
 from tests.factories import Factory
 from tests.http_client import api_client, bearer, plain_reads_of, running_app
+from tests.statements import statements_sent
 
 CACHE_SECONDS = 0.3
 
@@ -82,23 +82,14 @@ async def test_a_burst_with_a_key_due_for_lastusedat_writes_it_once(
     tenant = await factory.tenant()
     settings = make_settings(database_url, tmp_path, run_reconcilers=False)
     async with running_app(settings) as app, api_client(app) as client:
-        writes: list[str] = []
-
-        def record(_conn: object, _cursor: object, statement: str, *_: object) -> None:
-            if statement.startswith("UPDATE api_keys"):
-                writes.append(statement)
-
-        engine = app.state.database.engine.sync_engine
-        event.listen(engine, "before_cursor_execute", record)
-        try:
+        with statements_sent(app.state.database.engine) as statements:
             answers = await asyncio.gather(
                 *(
                     client.get(f"{tenant.path}/clusters", headers=bearer(tenant.readonly_key))
                     for _ in range(8)
                 )
             )
-        finally:
-            event.remove(engine, "before_cursor_execute", record)
+        writes = [s for s in statements if s.startswith("UPDATE API_KEYS")]
         assert [answer.status_code for answer in answers] == [200] * 8
         assert len(writes) == 1, writes
         keys = await client.get(f"{tenant.path}/apikeys", headers=bearer(tenant.admin_key))

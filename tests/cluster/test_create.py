@@ -6,7 +6,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy import event
 
 from tenantplane.db.engine import Database
 from tenantplane.tenant.models import Plan
@@ -15,6 +14,7 @@ from tests.cluster.test_quantity import INVALID
 from tests.conftest import make_settings
 from tests.factories import Factory
 from tests.http_client import api_client, bearer, running_app
+from tests.statements import notifies, statements_sent
 from tests.wakeups import wake_ups
 
 
@@ -312,20 +312,13 @@ async def test_a_create_carries_its_wake_up_in_its_insert(
     RETURNING evaluates nothing."""
     tenant = await factory.tenant(plan=Plan.starter)
     postgresql = database.engine.dialect.name == "postgresql"
-    statements: list[str] = []
-
-    def record(_conn: object, _cursor: object, statement: str, *_: object) -> None:
-        statements.append(" ".join(statement.split()).upper())
-
     settings = make_settings(database_url, tmp_path, run_reconcilers=False)
     async with (
         wake_ups(database_url, "clusters") as woken,
         running_app(settings) as app,
         api_client(app) as client,
     ):
-        engine = app.state.database.engine.sync_engine
-        event.listen(engine, "before_cursor_execute", record)
-        try:
+        with statements_sent(app.state.database.engine) as statements:
             answers = [
                 await client.post(
                     f"{tenant.path}/clusters",
@@ -334,12 +327,9 @@ async def test_a_create_carries_its_wake_up_in_its_insert(
                 )
                 for i in range(4)  # the starter plan allows 3
             ]
-        finally:
-            event.remove(engine, "before_cursor_execute", record)
         assert [answer.status_code for answer in answers] == [201, 201, 201, 403]
         assert woken.local.is_set()
         inserts = [s for s in statements if s.startswith("INSERT INTO CLUSTERS")]
         assert len(inserts) == 4, statements
-        notifies = [s for s in statements if "PG_NOTIFY" in s]
-        assert notifies == (inserts if postgresql else []), statements
+        assert notifies(statements) == (inserts if postgresql else []), statements
         await woken.delivered()

@@ -131,20 +131,27 @@ plans:
         assert_limit(second, "clusters")
 
 
+async def create_at_once(
+    client: httpx.AsyncClient, tenant: TenantFixture, names: list[str]
+) -> list[httpx.Response]:
+    """One create per name, all sent together."""
+    return await asyncio.gather(
+        *(
+            client.post(
+                f"{tenant.path}/clusters", json={"name": name}, headers=bearer(tenant.admin_key)
+            )
+            for name in names
+        )
+    )
+
+
 async def test_concurrent_creates_never_go_over_the_limit_together(
     paused_client: httpx.AsyncClient, factory: Factory
 ) -> None:
     # The limit check and the insert are one statement under the tenant's lock: creates
     # queued on that lock each see the clusters of those before them.
     tenant = await factory.tenant(plan=Plan.starter)
-    answers = await asyncio.gather(
-        *(
-            paused_client.post(
-                f"{tenant.path}/clusters", json={"name": f"c{i}"}, headers=bearer(tenant.admin_key)
-            )
-            for i in range(8)
-        )
-    )
+    answers = await create_at_once(paused_client, tenant, [f"c{i}" for i in range(8)])
     assert sorted(answer.status_code for answer in answers) == [201] * 3 + [403] * 5
     for refused in (answer for answer in answers if answer.status_code == 403):
         assert_limit(refused, "clusters")
@@ -156,13 +163,19 @@ async def test_concurrent_creates_of_one_name_make_one_cluster(
     paused_client: httpx.AsyncClient, factory: Factory
 ) -> None:
     tenant = await factory.tenant(plan=Plan.pro)
-    answers = await asyncio.gather(
-        *(
-            paused_client.post(
-                f"{tenant.path}/clusters", json={"name": "same"}, headers=bearer(tenant.admin_key)
-            )
-            for _ in range(5)
-        )
-    )
+    answers = await create_at_once(paused_client, tenant, ["same"] * 5)
     assert sorted(answer.status_code for answer in answers) == [201] + [409] * 4
     assert await names(paused_client, tenant) == ["same"]
+
+
+async def test_a_taken_name_at_the_limit_is_a_conflict_not_a_limit(
+    paused_client: httpx.AsyncClient, factory: Factory
+) -> None:
+    # The name is looked up before the tenant's usage: the clearer answer wins.
+    tenant = await factory.tenant(plan=Plan.starter)
+    created = await create_at_once(paused_client, tenant, ["c0", "c1", "c2"])
+    assert [answer.status_code for answer in created] == [201] * 3
+    [again] = await create_at_once(paused_client, tenant, ["c1"])
+    assert again.status_code == 409, again.text
+    assert again.json()["field"] == "name"
+    assert sorted(await names(paused_client, tenant)) == ["c0", "c1", "c2"]

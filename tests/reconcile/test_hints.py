@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 
 import psycopg
-from sqlalchemy import event, select, text
+from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.db.engine import Database
@@ -21,6 +21,7 @@ from tenantplane.reconcile.hints import (
     notify_in_statement,
     wakeups,
 )
+from tests.statements import notifies, statements_sent
 
 NAME = "test-hints"
 
@@ -79,22 +80,13 @@ async def test_a_rolled_back_transaction_wakes_nobody(database: Database) -> Non
 
 
 async def test_other_processes_are_notified_once_at_the_outer_commit(database: Database) -> None:
-    notified: list[str] = []
-
-    def record(_conn: object, _cursor: object, statement: str, *_: object) -> None:
-        if "pg_notify" in statement:
-            notified.append(statement)
-
-    engine = database.engine.sync_engine
-    event.listen(engine, "before_cursor_execute", record)
-    try:
+    with statements_sent(database.engine) as statements:
         async with database.sessionmaker() as session, session.begin():
             await session.execute(text("SELECT 1"))
             async with session.begin_nested():
                 wake_after_commit(session, NAME)
             wake_after_commit(session, NAME)
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
+    notified = notifies(statements)
     expected = 1 if database.engine.dialect.name == "postgresql" else 0
     assert len(notified) == expected, (NOTIFY_CHANNEL, notified)
 
@@ -104,28 +96,19 @@ async def test_a_notify_carried_by_a_statement_is_not_sent_again_at_commit(
 ) -> None:
     """``notify_in_statement`` outside a savepoint: its statement carries the NOTIFY and the
     commit sends none of its own; inside one (which a rollback would undo), the commit does."""
-    notified: list[str] = []
-
-    def record(_conn: object, _cursor: object, statement: str, *_: object) -> None:
-        if "pg_notify" in statement:
-            notified.append(statement)
-
     postgresql = database.engine.dialect.name == "postgresql"
-    engine = database.engine.sync_engine
-    event.listen(engine, "before_cursor_execute", record)
-    try:
+    with statements_sent(database.engine) as statements:
         async with database.sessionmaker() as session, session.begin():
             carried = notify_in_statement(session, NAME)
             assert (carried is not None) == postgresql
             if carried is not None:
                 await session.execute(select(carried))
-        carried_count = len(notified)
+        carried_count = len(notifies(statements))
         async with database.sessionmaker() as session, session.begin():
             await session.execute(text("SELECT 1"))
             async with session.begin_nested():
                 assert notify_in_statement(session, NAME) is None
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
+    notified = notifies(statements)
     assert carried_count == (1 if postgresql else 0), notified
     assert len(notified) == (2 if postgresql else 0), notified
 
@@ -156,21 +139,14 @@ async def test_a_carried_hint_is_sent_once_and_delivered_at_commit_only(
     if database.is_sqlite:
         await _carried_hint_wakes_this_process_at_commit_only(database)
         return
-    notified: list[str] = []
-
-    def record(_conn: object, _cursor: object, statement: str, *_: object) -> None:
-        if "pg_notify" in statement:
-            notified.append(statement)
-
     listener = await _listen(database)
-    engine = database.engine.sync_engine
-    event.listen(engine, "before_cursor_execute", record)
     try:
-        async with database.sessionmaker() as session, session.begin():
-            await _carry(session)
-            assert len(notified) == 1
-            assert await _received(listener) == []  # not before the commit
-        assert len(notified) == 1  # not sent again by the commit
+        with statements_sent(database.engine) as statements:
+            async with database.sessionmaker() as session, session.begin():
+                await _carry(session)
+                assert len(notifies(statements)) == 1
+                assert await _received(listener) == []  # not before the commit
+        assert len(notifies(statements)) == 1  # not sent again by the commit
         assert await _received(listener) == [NAME]
         async with database.sessionmaker() as session:
             await session.begin()
@@ -178,7 +154,6 @@ async def test_a_carried_hint_is_sent_once_and_delivered_at_commit_only(
             await session.rollback()
         assert await _received(listener) == []
     finally:
-        event.remove(engine, "before_cursor_execute", record)
         await listener.close()
 
 

@@ -9,7 +9,6 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import event
 
 from tenantplane.cluster.models import ClusterPhase
 from tenantplane.db.engine import Database
@@ -20,6 +19,7 @@ from tests.conftest import make_settings
 from tests.factories import Factory, TenantFixture
 from tests.http_client import api_client, bearer, running_app
 from tests.secret.support import wait_for_phase
+from tests.statements import notifies, statements_sent
 from tests.wakeups import wake_ups
 
 
@@ -397,22 +397,13 @@ async def test_create_inserts_the_row_once_without_a_savepoint(
     cost two round trips and, opened after the INSERT (begin_nested flushes first), protect
     nothing."""
     tenant = await factory.tenant()
-    statements: list[str] = []
-
-    def record(_conn: object, _cursor: object, statement: str, *_: object) -> None:
-        statements.append(statement.strip().upper())
-
-    engine = database.engine.sync_engine
-    event.listen(engine, "before_cursor_execute", record)
-    try:
+    with statements_sent(database.engine) as statements:
         async with database.transaction() as session:
             await secret_service.create(
                 session,
                 tenant.id,
                 SecretCreate.model_validate({"name": "db-creds", "secretPath": "apps/db"}),
             )
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
     assert [s for s in statements if s.startswith("INSERT INTO SECRETS")], statements
     assert not [s for s in statements if "SAVEPOINT" in s], statements
 
@@ -462,11 +453,6 @@ async def test_a_create_is_one_insert_that_carries_its_wake_up(
     rides in the INSERT instead of a statement of its own, and is delivered at commit."""
     tenant = await factory.tenant()
     postgresql = database.engine.dialect.name == "postgresql"
-    statements: list[str] = []
-
-    def record(_conn: object, _cursor: object, statement: str, *_: object) -> None:
-        statements.append(" ".join(statement.split()).upper())
-
     # Reconcilers off: the statements seen are the requests' alone.
     settings = make_settings(database_url, tmp_path, run_reconcilers=False)
     async with (
@@ -474,13 +460,9 @@ async def test_a_create_is_one_insert_that_carries_its_wake_up(
         running_app(settings) as app,
         api_client(app) as client,
     ):
-        engine = app.state.database.engine.sync_engine
-        event.listen(engine, "before_cursor_execute", record)
-        try:
+        with statements_sent(app.state.database.engine) as statements:
             response = await create(client, tenant, {"name": "db-creds", "secretPath": "apps/db"})
             taken = await create(client, tenant, {"name": "db-creds", "secretPath": "apps/x"})
-        finally:
-            event.remove(engine, "before_cursor_execute", record)
         cluster = await factory.cluster_row(tenant.id, "prod")
         targets = [{"cluster": cluster.name, "namespace": "n"}]
         looked = await create(
@@ -495,8 +477,7 @@ async def test_a_create_is_one_insert_that_carries_its_wake_up(
         assert not [s for s in statements if s.startswith("SELECT") and "FROM SECRETS" in s]
         inserts = [s for s in statements if s.startswith("INSERT INTO SECRETS")]
         assert len(inserts) == 2, statements
-        notifies = [s for s in statements if "PG_NOTIFY" in s]
-        assert notifies == (inserts if postgresql else []), statements
+        assert notifies(statements) == (inserts if postgresql else []), statements
         await woken.delivered()
 
 

@@ -106,15 +106,18 @@ class PostgresReads:
             listener(prepared.sql)
         try:
             cursor = await connection.execute(prepared.sql, prepared.parameters(values))
-            # psycopg builds a cursor's description anew on each access: read it once.
-            description = None if prepared.rows is not None else cursor.description
-            if prepared.rows is None and description is None:
-                return []
-            make = prepared.row_maker(
-                [column.name for column in description or ()],
-                [column.type_code for column in description or ()],
-                self.dialect,
-            )
+            make = prepared.rows
+            if make is None:
+                # psycopg builds a cursor's description anew on each access: only the
+                # statement's first result reads it.
+                description = cursor.description
+                if description is None:
+                    return []
+                make = prepared.row_maker(
+                    [column.name for column in description],
+                    [column.type_code for column in description],
+                    self.dialect,
+                )
             if single:
                 found = await cursor.fetchone()
                 return [] if found is None else [make(found)]

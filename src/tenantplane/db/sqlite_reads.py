@@ -95,7 +95,7 @@ class SqliteReads:
             description = cursor.description
             if description is None:
                 return []
-            make = prepared.row_maker(
+            make = prepared.rows or prepared.row_maker(
                 [column[0] for column in description], [None] * len(description), self.dialect
             )
             if single:
