@@ -2,7 +2,9 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -180,3 +182,40 @@ async def test_redis_outage_does_not_take_the_api_down(
     async with running_app(settings) as app, api_client(app) as client:
         response = await client.get(tenant.path, headers=bearer(tenant.admin_key))
         assert response.status_code == 200
+
+
+class CountingExecutor(ThreadPoolExecutor):
+    """The loop's default executor, counting what is handed to it."""
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=2)
+        self.submitted = 0
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        self.submitted += 1
+        return super().submit(fn, *args, **kwargs)
+
+
+async def test_the_in_process_budget_is_kept_on_the_event_loop(
+    database_url: str, tmp_path: Path, factory: Factory
+) -> None:
+    """Without Redis the budget is checked without handing work to a thread: a hand-off per
+    request cost about as much CPU as the rest of a poll's rate limiting and access check."""
+    tenant = await factory.tenant()
+    settings = make_settings(database_url, tmp_path, rate_limit="1000/minute")
+    executor = CountingExecutor()
+    loop = asyncio.get_running_loop()
+    loop.set_default_executor(executor)
+    async with running_app(settings) as app, api_client(app, ip="198.51.100.7") as client:
+        await client.get(tenant.path, headers=bearer(tenant.admin_key))  # caches filled
+        before = executor.submitted
+        for _ in range(20):
+            answer = await client.get(tenant.path, headers=bearer(tenant.admin_key))
+            assert answer.status_code == 200
+            await asyncio.sleep(0)  # any expiry pass the hits scheduled runs now
+        assert executor.submitted == before
+        # Still a moving window with a budget: the 1,000th request is the last one served.
+        for _ in range(1000 - 21):
+            await app.state.rate_limiter.check("198.51.100.7")
+        refused = await client.get(tenant.path, headers=bearer(tenant.admin_key))
+        assert refused.status_code == 429

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import structlog
-from limits import RateLimitItem, RateLimitItemPerSecond, parse
+from limits import RateLimitItem, RateLimitItemPerSecond, WindowStats, parse, strategies
 from limits.aio.storage import Storage
 from limits.aio.strategies import MovingWindowRateLimiter
-from limits.storage import storage_from_string
+from limits.storage import MemoryStorage, storage_from_string
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tenantplane.config import Settings
@@ -49,26 +49,67 @@ class Verdict:
     status: int = 429
 
 
-def _storage_uri(redis_url: str | None) -> str:
-    if not redis_url:
-        return "async+memory://"
+class InProcessStorage:
+    """limits' in-process memory storage, answering the awaited calls the limiter makes of
+    Redis. Its operations never block, so they run on the event loop itself: the asyncio
+    flavour of limits' memory storage hands an expiry pass to a thread on nearly every hit,
+    about 0.1 ms of CPU per request (bench/RESULTS.md, round 6). This one expires entries
+    from one timer thread at most every 10 ms, whatever the request rate."""
+
+    def __init__(self) -> None:
+        self.memory = MemoryStorage()
+
+    async def incr(self, key: str, expiry: float, amount: int = 1) -> int:
+        return self.memory.incr(key, expiry, amount)
+
+    async def get(self, key: str) -> int:
+        return self.memory.get(key)
+
+    async def get_expiry(self, key: str) -> float:
+        return self.memory.get_expiry(key)
+
+    async def check(self) -> bool:
+        return self.memory.check()
+
+    async def reset(self) -> int | None:
+        return self.memory.reset()
+
+
+class InProcessMovingWindow:
+    """limits' moving window over ``InProcessStorage``, with the asyncio limiter's calls."""
+
+    def __init__(self, storage: InProcessStorage) -> None:
+        self.limiter = strategies.MovingWindowRateLimiter(storage.memory)
+
+    async def hit(self, item: RateLimitItem, *identifiers: str) -> bool:
+        return self.limiter.hit(item, *identifiers)
+
+    async def get_window_stats(self, item: RateLimitItem, *identifiers: str) -> WindowStats:
+        return self.limiter.get_window_stats(item, *identifiers)
+
+
+def _redis_storage(redis_url: str, key_prefix: str, settings: Settings) -> Storage:
     scheme, _, rest = redis_url.partition("://")
-    return f"async+{scheme}://{rest}"
+    options: dict[str, Any] = {
+        "implementation": "redispy",
+        "key_prefix": key_prefix,
+        **redis_options(settings),
+    }
+    storage = storage_from_string(f"async+{scheme}://{rest}", **options)
+    assert isinstance(storage, Storage)
+    return storage
 
 
 class RateLimiter:
     def __init__(self, settings: Settings, key_prefix: str = "tenantplane") -> None:
-        options: dict[str, Any] = {}
+        self.storage: Storage | InProcessStorage
+        self.limiter: MovingWindowRateLimiter | InProcessMovingWindow
         if settings.redis_url:
-            options = {
-                "implementation": "redispy",
-                "key_prefix": key_prefix,
-                **redis_options(settings),
-            }
-        storage = storage_from_string(_storage_uri(settings.redis_url), **options)
-        assert isinstance(storage, Storage)
-        self.storage = storage
-        self.limiter = MovingWindowRateLimiter(self.storage)
+            self.storage = _redis_storage(settings.redis_url, key_prefix, settings)
+            self.limiter = MovingWindowRateLimiter(self.storage)
+        else:
+            self.storage = InProcessStorage()
+            self.limiter = InProcessMovingWindow(self.storage)
         self.item: RateLimitItem = parse(settings.rate_limit)
         self.webhook_item: RateLimitItem = parse(settings.webhook_rate_limit)
         # Its amount is never reached: only the count within the window matters.
