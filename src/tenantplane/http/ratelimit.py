@@ -6,11 +6,11 @@ AUTH_BACKOFF instead (and counted), so clients sharing an address with a guesser
 working. Webhooks (``/api/v1/webhooks/``) are authenticated by their signature: they have a
 budget of their own and are outside the backoff both ways (docs/security.md).
 
-State lives in memory by default and in Redis when TENANTPLANE_REDIS_URL is set, so every
-API replica shares one budget per client IP. Client IPs come from the ASGI scope, which
-uvicorn's ProxyHeadersMiddleware has rewritten from X-Forwarded-For only for peers in
-TENANTPLANE_TRUSTED_PROXIES. When the store cannot be reached, TENANTPLANE_REDIS_FAILURE_POLICY
-decides each request (http/ratelimit_store.py).
+State lives in this process's memory by default (http/ratelimit_memory.py) and in Redis
+when TENANTPLANE_REDIS_URL is set, so every API replica shares one budget per client IP.
+Client IPs come from the ASGI scope, which uvicorn's ProxyHeadersMiddleware has rewritten
+from X-Forwarded-For only for peers in TENANTPLANE_TRUSTED_PROXIES. When the store cannot be
+reached, TENANTPLANE_REDIS_FAILURE_POLICY decides each request (http/ratelimit_store.py).
 """
 
 from __future__ import annotations
@@ -22,15 +22,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import structlog
-from limits import RateLimitItem, RateLimitItemPerSecond, WindowStats, parse, strategies
+from limits import RateLimitItem, RateLimitItemPerSecond, parse
 from limits.aio.storage import Storage
 from limits.aio.strategies import MovingWindowRateLimiter
-from limits.storage import MemoryStorage, storage_from_string
+from limits.storage import storage_from_string
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tenantplane.config import Settings
 from tenantplane.http.asgi import StatusRecorder
 from tenantplane.http.errors import ApiError
+from tenantplane.http.ratelimit_memory import LoopMemoryStorage
 from tenantplane.http.ratelimit_store import (
     RETRY_AFTER_SECONDS,
     StoreGuard,
@@ -49,46 +50,7 @@ class Verdict:
     status: int = 429
 
 
-class InProcessStorage:
-    """limits' in-process memory storage, answering the awaited calls the limiter makes of
-    Redis. Its operations never block, so they run on the event loop itself: the asyncio
-    flavour of limits' memory storage hands an expiry pass to a thread on nearly every hit,
-    about 0.1 ms of CPU per request (bench/RESULTS.md, round 6). This one expires entries
-    from one timer thread at most every 10 ms, whatever the request rate."""
-
-    def __init__(self) -> None:
-        self.memory = MemoryStorage()
-
-    async def incr(self, key: str, expiry: float, amount: int = 1) -> int:
-        return self.memory.incr(key, expiry, amount)
-
-    async def get(self, key: str) -> int:
-        return self.memory.get(key)
-
-    async def get_expiry(self, key: str) -> float:
-        return self.memory.get_expiry(key)
-
-    async def check(self) -> bool:
-        return self.memory.check()
-
-    async def reset(self) -> int | None:
-        return self.memory.reset()
-
-
-class InProcessMovingWindow:
-    """limits' moving window over ``InProcessStorage``, with the asyncio limiter's calls."""
-
-    def __init__(self, storage: InProcessStorage) -> None:
-        self.limiter = strategies.MovingWindowRateLimiter(storage.memory)
-
-    async def hit(self, item: RateLimitItem, *identifiers: str) -> bool:
-        return self.limiter.hit(item, *identifiers)
-
-    async def get_window_stats(self, item: RateLimitItem, *identifiers: str) -> WindowStats:
-        return self.limiter.get_window_stats(item, *identifiers)
-
-
-def _redis_storage(redis_url: str, key_prefix: str, settings: Settings) -> Storage:
+def _redis_storage(settings: Settings, redis_url: str, key_prefix: str) -> Storage:
     scheme, _, rest = redis_url.partition("://")
     options: dict[str, Any] = {
         "implementation": "redispy",
@@ -102,14 +64,12 @@ def _redis_storage(redis_url: str, key_prefix: str, settings: Settings) -> Stora
 
 class RateLimiter:
     def __init__(self, settings: Settings, key_prefix: str = "tenantplane") -> None:
-        self.storage: Storage | InProcessStorage
-        self.limiter: MovingWindowRateLimiter | InProcessMovingWindow
-        if settings.redis_url:
-            self.storage = _redis_storage(settings.redis_url, key_prefix, settings)
-            self.limiter = MovingWindowRateLimiter(self.storage)
-        else:
-            self.storage = InProcessStorage()
-            self.limiter = InProcessMovingWindow(self.storage)
+        self.storage: Storage = (
+            _redis_storage(settings, settings.redis_url, key_prefix)
+            if settings.redis_url
+            else LoopMemoryStorage()
+        )
+        self.limiter = MovingWindowRateLimiter(self.storage)
         self.item: RateLimitItem = parse(settings.rate_limit)
         self.webhook_item: RateLimitItem = parse(settings.webhook_rate_limit)
         # Its amount is never reached: only the count within the window matters.

@@ -15,9 +15,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import structlog
+from limits.aio.storage import Storage
 from prometheus_client import CollectorRegistry, Counter, Gauge
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
@@ -32,10 +33,6 @@ T = TypeVar("T")
 PROBE_INTERVAL_SECONDS = 1.0
 # What a refused request (policy "closed") is told to wait.
 RETRY_AFTER_SECONDS = 5
-
-
-class Probed(Protocol):
-    async def check(self) -> bool: ...
 
 
 class StoreUnavailable(Exception):
@@ -100,7 +97,7 @@ class StoreGuard:
         self.succeeded()
         return result
 
-    async def probe(self, storage: Probed) -> bool:
+    async def probe(self, storage: Storage) -> bool:
         """Ask the store itself (readiness, metrics scrapes); records what it finds."""
         if await storage.check():
             self.succeeded()
