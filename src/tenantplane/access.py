@@ -135,7 +135,7 @@ async def _api_key_identity(request: Request, raw_key: str) -> Identity:
             found.key_id,
             lambda: _record_use(database, found, digest, current_derivation, now, resolution),
         )
-        cache.put(
+        cache.amend(
             digest,
             replace(found, key_hash=digest, derivation=current_derivation, last_used_at=now),
         )

@@ -5,6 +5,7 @@ are unchanged by it."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -135,3 +136,72 @@ async def test_a_cancelled_shared_lookup_leaves_its_waiters_to_look_up_themselve
     assert await waiter == found
     with pytest.raises(asyncio.CancelledError):
         await leader
+
+
+async def test_a_busy_key_is_refreshed_by_one_request_while_the_others_are_served() -> None:
+    """Past half its life an entry is looked up again by one request; the others keep using
+    it meanwhile instead of all waiting at its expiry for a lookup queued behind their own
+    reads (the cause of a poll's tail latency at 64 connections, bench/RESULTS.md)."""
+    cache: KeyCache[str] = KeyCache(0.2)
+    first = CachedKey("identity", "key-id", None, None, b"hash", "derivation")
+    renewed = replace(first, value="renewed")
+    started, release = asyncio.Event(), asyncio.Event()
+    lookups = 0
+
+    async def slow() -> CachedKey[str] | None:
+        nonlocal lookups
+        lookups += 1
+        started.set()
+        await release.wait()
+        return renewed
+
+    async def never() -> CachedKey[str] | None:
+        raise AssertionError("served from the cache, no lookup")
+
+    async def initial() -> CachedKey[str] | None:
+        return first
+
+    assert await cache.load(b"digest", initial) == first
+    assert await cache.load(b"digest", never) == first  # young: served
+    await asyncio.sleep(0.11)  # past half its life
+    refresher = asyncio.create_task(cache.load(b"digest", slow))
+    await asyncio.wait_for(started.wait(), 1)
+    # While the refresh is in flight, everyone else is served the entry without waiting.
+    assert [await cache.load(b"digest", never) for _ in range(5)] == [first] * 5
+    release.set()
+    assert await refresher == renewed
+    assert lookups == 1
+    assert await cache.load(b"digest", never) == renewed
+
+
+async def test_a_refresh_that_finds_the_key_gone_drops_it_at_once() -> None:
+    cache: KeyCache[str] = KeyCache(0.2)
+    found = CachedKey("identity", "key-id", None, None, b"hash", "derivation")
+
+    async def initial() -> CachedKey[str] | None:
+        return found
+
+    async def revoked() -> CachedKey[str] | None:
+        return None
+
+    await cache.load(b"digest", initial)
+    await asyncio.sleep(0.11)
+    assert await cache.load(b"digest", revoked) is None
+    assert await cache.load(b"digest", revoked) is None
+
+
+async def test_an_entry_counts_its_age_from_the_start_of_its_lookup() -> None:
+    """A slow lookup does not extend the time a revoked key may still be served."""
+    cache: KeyCache[str] = KeyCache(0.2)
+    found = CachedKey("identity", "key-id", None, None, b"hash", "derivation")
+
+    async def slow() -> CachedKey[str] | None:
+        await asyncio.sleep(0.15)
+        return found
+
+    async def revoked() -> CachedKey[str] | None:
+        return None
+
+    await cache.load(b"digest", slow)
+    await asyncio.sleep(0.06)  # 0.21 s after the lookup began: expired
+    assert await cache.load(b"digest", revoked) is None

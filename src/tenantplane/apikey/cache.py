@@ -6,6 +6,12 @@ revoked on any replica is refused by every replica within that time without any 
 between them; the replica that revokes it forgets it at once. Concurrent requests with a key
 that is not cached share one lookup. Expiry is checked on every use, and ``lastUsedAt`` still
 reaches the database once per resolution window (a due entry is looked up again).
+
+An entry's age counts from the start of the lookup that made it. Past half its life, the
+first request to use it looks it up again while every other request is still served from it:
+a key in steady use never expires under its callers, who would otherwise all wait, every
+cache time, for one lookup queued behind their own reads (at 64 connections that wait was
+the p99 of a poll; bench/RESULTS.md, round 6). A refresh that finds the key gone drops it.
 """
 
 from __future__ import annotations
@@ -56,30 +62,46 @@ class KeyCache(Generic[T]):
         return self.ttl_seconds > 0
 
     def get(self, digest: bytes) -> CachedKey[T] | None:
+        entry = self._fresh(digest)
+        return None if entry is None else entry.key
+
+    def _fresh(self, digest: bytes) -> _Entry[T] | None:
         entry = self._entries.get(digest)
         if entry is None:
             return None
         if time.monotonic() - entry.fetched_at >= self.ttl_seconds:
             del self._entries[digest]
             return None
-        return entry.key
+        return entry
 
     async def load(
         self, digest: bytes, lookup: Callable[[], Awaitable[CachedKey[T] | None]]
     ) -> CachedKey[T] | None:
         """The key under ``digest``: cached, or looked up once for all concurrent callers.
         A failed shared lookup makes each waiter look up on its own (its own error)."""
-        cached = self.get(digest)
-        if cached is not None or not self.enabled:
-            return cached if cached is not None else await lookup()
+        if not self.enabled:
+            return await lookup()
+        entry = self._fresh(digest)
         pending = self._inflight.get(digest)
+        if entry is not None:
+            refresh_due = time.monotonic() - entry.fetched_at >= self.ttl_seconds / 2
+            if pending is not None or not refresh_due:
+                return entry.key
+            return await self._look_up(digest, lookup)
         if pending is not None:
             try:
                 return await asyncio.shield(pending)
             except Exception:
                 return await lookup()
+        return await self._look_up(digest, lookup)
+
+    async def _look_up(
+        self, digest: bytes, lookup: Callable[[], Awaitable[CachedKey[T] | None]]
+    ) -> CachedKey[T] | None:
+        """Look the key up for every caller that waits meanwhile, and keep what is found."""
         future: asyncio.Future[CachedKey[T] | None] = asyncio.get_running_loop().create_future()
         self._inflight[digest] = future
+        started = time.monotonic()
         try:
             found = await lookup()
         except BaseException as exc:
@@ -90,8 +112,10 @@ class KeyCache(Generic[T]):
             raise
         else:
             future.set_result(found)
-            if found is not None:
-                self.put(digest, found)
+            if found is None:
+                self._entries.pop(digest, None)
+            else:
+                self.put(digest, found, fetched_at=started)
             return found
         finally:
             del self._inflight[digest]
@@ -109,13 +133,21 @@ class KeyCache(Generic[T]):
         finally:
             self._recording.discard(key_id)
 
-    def put(self, digest: bytes, key: CachedKey[T]) -> None:
+    def put(self, digest: bytes, key: CachedKey[T], *, fetched_at: float | None = None) -> None:
+        """Keep ``key``, as read at ``fetched_at`` (``time.monotonic()``; by default now)."""
         if not self.enabled:
             return
-        if len(self._entries) >= self.max_entries:
+        if digest not in self._entries and len(self._entries) >= self.max_entries:
             # Oldest first (insertion order): entries are short-lived anyway.
             self._entries.pop(next(iter(self._entries)))
-        self._entries[digest] = _Entry(key, time.monotonic())
+        self._entries[digest] = _Entry(key, time.monotonic() if fetched_at is None else fetched_at)
+
+    def amend(self, digest: bytes, key: CachedKey[T]) -> None:
+        """Replace what is kept under ``digest`` (its use just recorded), keeping its age: a
+        use does not extend the time a revoked key may still be served."""
+        entry = self._entries.get(digest)
+        if entry is not None:
+            entry.key = key
 
     def forget(self, key_id: str) -> None:
         """Drop every entry of this key (revoked here: refused at once by this process)."""
