@@ -9,9 +9,9 @@ reaches the database once per resolution window (a due entry is looked up again)
 
 An entry's age counts from the start of the lookup that made it. Past half its life, the
 first request to use it looks it up again while every other request is still served from it:
-a key in steady use never expires under its callers, who would otherwise all wait, every
-cache time, for one lookup queued behind their own reads (at 64 connections that wait was
-the p99 of a poll; bench/RESULTS.md, round 6). A refresh that finds the key gone drops it.
+a key in steady use never expires under its callers, who would otherwise all wait, once
+every cache time, for one lookup queued behind their own reads in the plain-read pool. A
+refresh that finds the key gone drops it.
 """
 
 from __future__ import annotations
