@@ -185,10 +185,11 @@ async def test_redis_outage_does_not_take_the_api_down(
 
 
 class CountingExecutor(ThreadPoolExecutor):
-    """The loop's default executor, counting what is handed to it."""
+    """A default executor sized as asyncio's own, counting what is handed to it (it stays
+    the session loop's default for the tests after this one, unchanged but for the count)."""
 
     def __init__(self) -> None:
-        super().__init__(max_workers=2)
+        super().__init__()
         self.submitted = 0
 
     def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
