@@ -61,10 +61,6 @@ class KeyCache(Generic[T]):
     def enabled(self) -> bool:
         return self.ttl_seconds > 0
 
-    def get(self, digest: bytes) -> CachedKey[T] | None:
-        entry = self._fresh(digest)
-        return None if entry is None else entry.key
-
     def _fresh(self, digest: bytes) -> _Entry[T] | None:
         entry = self._entries.get(digest)
         if entry is None:
