@@ -141,7 +141,7 @@ async def test_a_cancelled_shared_lookup_leaves_its_waiters_to_look_up_themselve
 async def test_a_busy_key_is_refreshed_by_one_request_while_the_others_are_served() -> None:
     """Past half its life an entry is looked up again by one request; the others keep using
     it meanwhile instead of all waiting at its expiry for a lookup queued behind their own
-    reads (the cause of a poll's tail latency at 64 connections, bench/RESULTS.md)."""
+    reads."""
     cache: KeyCache[str] = KeyCache(0.2)
     first = CachedKey("identity", "key-id", None, None, b"hash", "derivation")
     renewed = replace(first, value="renewed")

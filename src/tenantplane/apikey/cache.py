@@ -61,15 +61,6 @@ class KeyCache(Generic[T]):
     def enabled(self) -> bool:
         return self.ttl_seconds > 0
 
-    def _fresh(self, digest: bytes) -> _Entry[T] | None:
-        entry = self._entries.get(digest)
-        if entry is None:
-            return None
-        if time.monotonic() - entry.fetched_at >= self.ttl_seconds:
-            del self._entries[digest]
-            return None
-        return entry
-
     async def load(
         self, digest: bytes, lookup: Callable[[], Awaitable[CachedKey[T] | None]]
     ) -> CachedKey[T] | None:
@@ -77,13 +68,15 @@ class KeyCache(Generic[T]):
         A failed shared lookup makes each waiter look up on its own (its own error)."""
         if not self.enabled:
             return await lookup()
-        entry = self._fresh(digest)
         pending = self._inflight.get(digest)
+        entry = self._entries.get(digest)
         if entry is not None:
-            refresh_due = time.monotonic() - entry.fetched_at >= self.ttl_seconds / 2
-            if pending is not None or not refresh_due:
+            age = time.monotonic() - entry.fetched_at
+            if age < self.ttl_seconds / 2 or (age < self.ttl_seconds and pending is not None):
                 return entry.key
-            return await self._look_up(digest, lookup)
+            if age < self.ttl_seconds:
+                return await self._look_up(digest, lookup)  # a refresh; the others are served
+            del self._entries[digest]
         if pending is not None:
             try:
                 return await asyncio.shield(pending)
@@ -111,7 +104,7 @@ class KeyCache(Generic[T]):
             if found is None:
                 self._entries.pop(digest, None)
             else:
-                self.put(digest, found, fetched_at=started)
+                self._keep(digest, found, started)
             return found
         finally:
             del self._inflight[digest]
@@ -129,14 +122,12 @@ class KeyCache(Generic[T]):
         finally:
             self._recording.discard(key_id)
 
-    def put(self, digest: bytes, key: CachedKey[T], *, fetched_at: float | None = None) -> None:
-        """Keep ``key``, as read at ``fetched_at`` (``time.monotonic()``; by default now)."""
-        if not self.enabled:
-            return
+    def _keep(self, digest: bytes, key: CachedKey[T], fetched_at: float) -> None:
+        """Keep ``key``, as read at ``fetched_at`` (``time.monotonic()``)."""
         if digest not in self._entries and len(self._entries) >= self.max_entries:
             # Oldest first (insertion order): entries are short-lived anyway.
             self._entries.pop(next(iter(self._entries)))
-        self._entries[digest] = _Entry(key, time.monotonic() if fetched_at is None else fetched_at)
+        self._entries[digest] = _Entry(key, fetched_at)
 
     def amend(self, digest: bytes, key: CachedKey[T]) -> None:
         """Replace what is kept under ``digest`` (its use just recorded), keeping its age: a
