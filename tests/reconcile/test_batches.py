@@ -30,7 +30,7 @@ class BatchedReconciler(CountingReconciler):
     """``CountingReconciler`` worked a fetch at a time; records the size of each batch."""
 
     name: ClassVar[str] = "test-batched"
-    batched: ClassVar[bool] = True
+    batched = True
     single_statements: ClassVar[bool] = True
 
     def __init__(self, concurrency: int = 4, failing: set[int] | None = None) -> None:

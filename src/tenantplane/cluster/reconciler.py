@@ -9,8 +9,9 @@ meanwhile).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -21,7 +22,13 @@ from tenantplane.catalogue.versions import VersionCatalogue, load_versions
 from tenantplane.cluster.models import Cluster, ClusterEvent, ClusterHistory, ClusterPhase
 from tenantplane.cluster.repository import ClusterRepository
 from tenantplane.cluster.status import observed_status
-from tenantplane.providers.orchestrator import ClusterSpec, Observation, Orchestrator, Stage
+from tenantplane.providers.orchestrator import (
+    BatchOrchestrator,
+    ClusterSpec,
+    Observation,
+    Orchestrator,
+    Stage,
+)
 from tenantplane.reconcile.lease import LeaseGuard
 from tenantplane.reconcile.registry import ReconcileContext
 from tenantplane.reconcile.runner import Reconciler
@@ -56,6 +63,11 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
         retry_seconds: float = 5.0,
     ) -> None:
         self.orchestrator = orchestrator
+        # With an orchestrator that takes many calls at once (the simulator: one transaction),
+        # the rows of a fetch are read, acted on and written together: many clusters
+        # provisioning at once cost three transactions per batch instead of per row. Calls
+        # to a remote orchestrator stay one row at a time: a slow call holds up its row only.
+        self.batched = isinstance(orchestrator, BatchOrchestrator)
         self.error_backoff_seconds = retry_seconds
         self.versions = versions
         self.plans = plans
@@ -65,10 +77,17 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
         self.lease_seconds = lease_seconds
 
     async def load(self, session: AsyncSession, row_id: Any) -> ClusterWork | None:
-        cluster = await ClusterRepository.from_session(session).get_by_id(row_id)
-        if cluster is None:
-            return None
-        tenant = await session.get(Tenant, cluster.tenant_id)
+        return (await self.load_batch(session, [row_id]))[row_id]
+
+    async def load_batch(
+        self, session: AsyncSession, row_ids: Sequence[Any]
+    ) -> dict[Any, ClusterWork | None]:
+        found = await ClusterRepository.from_session(session).get_with_tenants(row_ids)
+        return {
+            row_id: self._work(*found[row_id]) if row_id in found else None for row_id in row_ids
+        }
+
+    def _work(self, cluster: Cluster, tenant: Tenant | None) -> ClusterWork:
         supported = self.versions.get(cluster.version)
         return ClusterWork(
             cluster_id=cluster.id,
@@ -99,6 +118,14 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
             return await self.orchestrator.delete(snapshot.spec)
         return await self.orchestrator.apply(snapshot.spec)
 
+    async def act_batch(
+        self, snapshots: Sequence[ClusterWork]
+    ) -> list[Observation | BaseException]:
+        if not isinstance(self.orchestrator, BatchOrchestrator):
+            return await super().act_batch(snapshots)
+        calls = [(snapshot.spec, snapshot.deleting) for snapshot in snapshots]
+        return list(await self.orchestrator.act_many(calls))
+
     async def apply(
         self,
         session: AsyncSession,
@@ -106,20 +133,55 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
         snapshot: ClusterWork,
         outcome: Observation,
     ) -> None:
+        await self.apply_batch(session, [(guard, snapshot, outcome)])
+
+    async def apply_batch(
+        self,
+        session: AsyncSession,
+        batch: Sequence[tuple[LeaseGuard, ClusterWork, Observation]],
+    ) -> None:
+        """The batch's rows read and locked in one statement (those whose lease was lost
+        are left out), one time from the database's clock for all, each row's status
+        written under its own lease, and the secrets of clusters that changed phase told
+        once per tenant."""
         repository = ClusterRepository.from_session(session)
-        cluster = await repository.get_leased(snapshot.cluster_id, guard.lease.token)
-        if cluster is None:
-            return  # the lease was lost: another worker owns this cluster now
-        now = await guard.now()  # the database's clock: Running, haEnabledAt, history
+        held = await repository.get_leased(
+            {guard.lease.row_id: guard.lease.token for guard, _, _ in batch}
+        )
+        if not held:
+            return  # every lease was lost: other workers own these clusters now
+        now = await batch[0][0].now()  # the database's clock: Running, haEnabledAt, history
+        phase_changed: dict[int, list[str]] = {}
+        for guard, snapshot, outcome in batch:
+            cluster = held.get(snapshot.cluster_id)
+            if cluster is not None and await self._apply_one(
+                repository, guard, cluster, snapshot, outcome, now
+            ):
+                phase_changed.setdefault(cluster.tenant_id, []).append(cluster.name)
+        for tenant_id, names in phase_changed.items():
+            # Secrets syncing into these clusters wait for Running (or their deletion).
+            await clusters_changed(session, tenant_id, names)
+
+    async def _apply_one(
+        self,
+        repository: ClusterRepository,
+        guard: LeaseGuard,
+        cluster: Cluster,
+        snapshot: ClusterWork,
+        outcome: Observation,
+        now: datetime,
+    ) -> bool:
+        """Write one cluster's observed status; True when its phase changed (or it is
+        gone)."""
         if snapshot.deleting and outcome.stage == Stage.gone:
-            if await guard.delete():
-                repository.record(
-                    ClusterHistory.snapshot(
-                        cluster, ClusterEvent.deleted, now, phase=ClusterPhase.deleted.value
-                    )
+            if not await guard.delete():
+                return False
+            repository.record(
+                ClusterHistory.snapshot(
+                    cluster, ClusterEvent.deleted, now, phase=ClusterPhase.deleted.value
                 )
-                await clusters_changed(session, cluster.tenant_id, [cluster.name])
-            return
+            )
+            return True
         status = observed_status(cluster, outcome, now)
         status["observed_generation"] = snapshot.generation  # shown in status: moves the ETag
         changes = {key: value for key, value in status.items() if getattr(cluster, key) != value}
@@ -139,11 +201,9 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
         if changes:
             values["resource_version"] = cluster.resource_version + 1
         if not await guard.update(**values):
-            return
+            return False
         self._record(repository, cluster, changes, status, now)
-        if "phase" in changes:
-            # Secrets syncing into this cluster wait for Running; tell them at once.
-            await clusters_changed(session, cluster.tenant_id, [cluster.name])
+        return "phase" in changes
 
     def _record(
         self,

@@ -5,7 +5,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, bindparam, func, insert, select
+from sqlalchemy import ColumnElement, Select, bindparam, func, insert, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import Executable
 from sqlalchemy.sql.schema import Table
@@ -165,19 +165,34 @@ class ClusterRepository:
             statement = statement.with_for_update()
         return (await self.session.execute(statement)).scalar_one_or_none()
 
-    async def get_leased(self, cluster_id: int, lock_token: str) -> Cluster | None:
-        """The row a reconciler holds, locked (reconciler side: no tenant scope)."""
+    async def get_leased(self, tokens: dict[int, str]) -> dict[int, Cluster]:
+        """The rows a reconciler holds (cluster id → its lease token), locked, in one
+        statement; a row whose lease was lost since is left out (reconciler side: no tenant
+        scope). Locked in id order, so that two batches never wait on each other's rows."""
         statement = (
             select(Cluster)
-            .where(Cluster.id == cluster_id, Cluster.lock_token == lock_token)
+            .where(tuple_(Cluster.id, Cluster.lock_token).in_(sorted(tokens.items())))
+            .order_by(Cluster.id)
             .execution_options(populate_existing=True)
         )
         if self._locks_rows:
             statement = statement.with_for_update()
-        return (await self.session.execute(statement)).scalar_one_or_none()
+        clusters = (await self.session.execute(statement)).scalars()
+        return {
+            cluster.id: cluster for cluster in clusters if cluster.lock_token == tokens[cluster.id]
+        }
 
-    async def get_by_id(self, cluster_id: int) -> Cluster | None:
-        return await self.session.get(Cluster, cluster_id)
+    async def get_with_tenants(
+        self, cluster_ids: Sequence[int]
+    ) -> dict[int, tuple[Cluster, Tenant | None]]:
+        """Clusters by id with their tenants, in one statement (reconciler side)."""
+        statement = (
+            select(Cluster, Tenant)
+            .outerjoin(Tenant, Tenant.id == Cluster.tenant_id)
+            .where(Cluster.id.in_(cluster_ids))
+        )
+        rows = (await self.session.execute(statement)).all()
+        return {cluster.id: (cluster, tenant) for cluster, tenant in rows}
 
     async def find(self, tenant_name: str, name: str) -> Cluster | None:
         """A cluster by tenant and cluster name (operator tools)."""

@@ -16,7 +16,8 @@ applied.
 A reconciler may declare ``batched = True``: the rows of one lease fetch are then worked as
 one batch (``load_batch`` in one session, the acts concurrently with one heartbeat for them
 all, ``apply_batch`` in one session), so that a reconciler whose steps are single statements
-reads and writes a whole batch in a statement or two instead of two per row.
+reads and writes a whole batch in a statement or two instead of two per row (and, through
+``act_batch``, calls an outside world that takes many calls at once in one).
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ class Reconciler(ABC, Generic[Snapshot, Outcome]):
     #: off every row of the batch; a failing ``act`` only its own row. The defaults loop
     #: over ``load`` and ``apply``; a reconciler overrides them to read and write the whole
     #: batch in a statement or two.
-    batched: ClassVar[bool] = False
+    batched: bool = False
     #: When a wake-up hint finds the runner caught up (its last fetch was not a full batch)
     #: and rows are arriving (the last fetch found some, less than ``STREAM_SECONDS`` ago),
     #: wait for as many hints as the runner has free slots, at most this long, before
@@ -107,6 +108,25 @@ class Reconciler(ABC, Generic[Snapshot, Outcome]):
     ) -> dict[Any, Snapshot | None]:
         """``load`` for every row of a batch (``batched``), in one session."""
         return {row_id: await self.load(session, row_id) for row_id in row_ids}
+
+    async def act_batch(self, snapshots: Sequence[Snapshot]) -> list[Outcome | BaseException]:
+        """``act`` for every row of a batch (``batched``), no session open: one result per
+        snapshot, in order, an exception in place of the outcome of an act that raised (it
+        backs off its row only). The default runs the acts concurrently; a reconciler whose
+        outside world takes many calls at once overrides it."""
+        if len(snapshots) == 1:
+            # No task for a batch of one.
+            try:
+                return [await self.act(snapshots[0])]
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                return [exc]
+        return list(
+            await asyncio.gather(
+                *(self.act(snapshot) for snapshot in snapshots), return_exceptions=True
+            )
+        )
 
     async def apply_batch(
         self, session: AsyncSession, batch: Sequence[tuple[LeaseGuard, Snapshot, Outcome]]
@@ -435,19 +455,14 @@ class ReconcilerRunner:
         if not working:
             return
         async with self._heartbeat_batch(working) as held:
-            if len(working) == 1:
-                # No task for a batch of one.
-                try:
-                    results: list[Any] = [await reconciler.act(snapshots[working[0].row_id])]
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:
-                    results = [exc]
-            else:
-                results = await asyncio.gather(
-                    *(reconciler.act(snapshots[lease.row_id]) for lease in working),
-                    return_exceptions=True,
-                )
+            results: list[Any]
+            try:
+                results = await reconciler.act_batch([snapshots[lease.row_id] for lease in working])
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                # A call made for the whole batch failed: every row of it backs off.
+                results = [exc] * len(working)
         batch: list[tuple[Lease, Any, Any]] = []
         for lease, result in zip(working, results, strict=True):
             if isinstance(result, asyncio.CancelledError):

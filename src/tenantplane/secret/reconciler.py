@@ -127,7 +127,7 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
     table: ClassVar[Table] = Secret.__table__  # type: ignore[assignment]
     single_statements: ClassVar[bool] = True
     # The rows of a fetch are read in one statement and their statuses written in one.
-    batched: ClassVar[bool] = True
+    batched = True
 
     def __init__(
         self,

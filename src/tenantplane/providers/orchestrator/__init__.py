@@ -7,9 +7,9 @@ cluster; a Kubernetes adapter implements the same protocol.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 
 @dataclass(frozen=True)
@@ -74,3 +74,11 @@ class Orchestrator(Protocol):
 
     async def delete(self, spec: ClusterSpec) -> Observation:
         """Tear the cluster down; ``Stage.gone`` once nothing is left."""
+
+
+@runtime_checkable
+class BatchOrchestrator(Orchestrator, Protocol):
+    async def act_many(self, calls: Sequence[tuple[ClusterSpec, bool]]) -> list[Observation]:
+        """``apply`` (``delete`` where the flag is set) for several clusters at once, one
+        observation per call in order; an orchestrator that can do them together (the
+        simulator: one transaction) declares it, the others are called one by one."""
