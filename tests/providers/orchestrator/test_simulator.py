@@ -11,9 +11,10 @@ from sqlalchemy import text
 
 from tenantplane.db.base import utcnow
 from tenantplane.db.engine import Database
-from tenantplane.providers.orchestrator import ClusterSpec
+from tenantplane.providers.orchestrator import ClusterSpec, Observation, Stage
 from tenantplane.providers.orchestrator.simulator import SimulatorOrchestrator
 from tenantplane.providers.orchestrator.simulator_models import SimulatedCluster
+from tests.statements import statements_sent
 
 DEADLINE_SECONDS = 30.0
 WAITING_ON_A_TRANSACTION = text(
@@ -98,3 +99,48 @@ async def test_two_calls_that_both_find_no_deployment_count_twice(database: Data
         await blocker.rollback()
     await asyncio.gather(*calls)
     assert await provision_count(orchestrator, wanted.uid) == 2
+
+
+def _seen(observation: Observation) -> tuple[object, ...]:
+    """An observation without what is drawn at random per deployment (endpoint, CA)."""
+    return (
+        observation.stage,
+        observation.version,
+        observation.control_plane,
+        observation.etcd,
+        observation.settled,
+        observation.message,
+    )
+
+
+async def test_many_calls_at_once_observe_what_the_calls_one_by_one_do(
+    database: Database,
+) -> None:
+    """``act_many``: a new deployment provisioned, a known one moved on, one torn down and an
+    unknown one reported gone, in one transaction, as the same calls one by one would."""
+    orchestrator = SimulatorOrchestrator(database, step_seconds=0)
+
+    async def scenario() -> tuple[list[tuple[ClusterSpec, bool]], ClusterSpec]:
+        known, leaving, new = spec(), spec(), spec()
+        await orchestrator.apply(known)
+        await orchestrator.apply(leaving)
+        return [(new, False), (known, False), (leaving, True), (spec(), True)], new
+
+    one_by_one, _ = await scenario()
+    expected = [
+        await (orchestrator.delete(wanted) if deleting else orchestrator.apply(wanted))
+        for wanted, deleting in one_by_one
+    ]
+    together, new = await scenario()
+    with statements_sent(database.engine) as sent:
+        observed = await orchestrator.act_many(together)
+    assert [_seen(observation) for observation in observed] == [
+        _seen(observation) for observation in expected
+    ]
+    assert observed[0].stage == Stage.creating
+    assert observed[1].settled
+    assert observed[3].stage == Stage.gone
+    assert await provision_count(orchestrator, new.uid) == 1
+    # One read of every deployment of the batch, one insert for the new one (and its read).
+    reads = [statement for statement in sent if statement.startswith("SELECT")]
+    assert len(reads) == 2, sent
