@@ -84,8 +84,13 @@ async def test_a_row_of_a_batch_whose_lease_was_lost_is_not_written(
     leases = await runner.fetcher.lease(3, timedelta(seconds=30))
     assert sorted(lease.row_id for lease in leases) == sorted(ids)
     async with database.transaction() as session:
-        snapshots = await reconciler.load_batch(session, ids)
-    outcomes = await reconciler.act_batch([snapshots[lease.row_id] for lease in leases])
+        loaded = await reconciler.load_batch(session, ids)
+    snapshots = {row_id: work for row_id, work in loaded.items() if work is not None}
+    outcomes = [
+        outcome
+        for outcome in await reconciler.act_batch([snapshots[lease.row_id] for lease in leases])
+        if isinstance(outcome, Observation)
+    ]
     lost = leases[0]
     async with database.transaction() as session:
         # Another worker took this row over meanwhile.
