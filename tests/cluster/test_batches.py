@@ -62,6 +62,7 @@ async def test_clusters_due_together_are_provisioned_in_one_simulator_transactio
     ids = await pending_clusters(database, factory, 6)
     reconciler = reconciler_of(SimulatorOrchestrator(database, step_seconds=3600))
     assert reconciler.batched
+    assert reconciler.concurrency == 64  # the batch size, not the single-call concurrency
     runner = ReconcilerRunner(database, reconciler, idle_poll_seconds=3600)
     with statements_sent(database.engine) as sent:
         assert await runner.run_once() == 6
@@ -116,6 +117,7 @@ async def test_an_orchestrator_of_single_calls_is_called_one_row_at_a_time(
     ids = await pending_clusters(database, factory, 3)
     reconciler = reconciler_of(OneByOne(SimulatorOrchestrator(database, step_seconds=3600)))
     assert not reconciler.batched
+    assert reconciler.concurrency == 16
     runner = ReconcilerRunner(database, reconciler, idle_poll_seconds=3600)
     assert await runner.run_once() == 3
     assert set((await phases(database, ids)).values()) == {ClusterPhase.provisioning.value}

@@ -59,6 +59,7 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
         progress_seconds: float,
         resync_seconds: float,
         concurrency: int = 16,
+        batch_size: int = 64,
         lease_seconds: float = 30.0,
         retry_seconds: float = 5.0,
     ) -> None:
@@ -68,12 +69,12 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
         # provisioning at once cost three transactions per batch instead of per row. Calls
         # to a remote orchestrator stay one row at a time: a slow call holds up its row only.
         self.batched = isinstance(orchestrator, BatchOrchestrator)
+        self.concurrency = batch_size if self.batched else concurrency
         self.error_backoff_seconds = retry_seconds
         self.versions = versions
         self.plans = plans
         self.progress = timedelta(seconds=progress_seconds)
         self.resync = timedelta(seconds=resync_seconds)
-        self.concurrency = concurrency
         self.lease_seconds = lease_seconds
 
     async def load(self, session: AsyncSession, row_id: Any) -> ClusterWork | None:
@@ -255,6 +256,7 @@ def build_cluster_reconciler(context: ReconcileContext) -> Reconciler[Any, Any] 
         progress_seconds=progress,
         resync_seconds=settings.cluster_resync_seconds,
         concurrency=settings.reconcile_concurrency,
+        batch_size=settings.reconcile_batch_size,
         lease_seconds=settings.reconcile_lease_seconds,
         retry_seconds=settings.cluster_retry_seconds,
     )
