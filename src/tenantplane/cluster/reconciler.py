@@ -29,7 +29,7 @@ from tenantplane.providers.orchestrator import (
     Orchestrator,
     Stage,
 )
-from tenantplane.reconcile.lease import LeaseGuard
+from tenantplane.reconcile.lease import GuardedWrite, LeaseGuard, update_each
 from tenantplane.reconcile.registry import ReconcileContext
 from tenantplane.reconcile.runner import Reconciler
 from tenantplane.secret.service import clusters_changed
@@ -142,47 +142,52 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
         batch: Sequence[tuple[LeaseGuard, ClusterWork, Observation]],
     ) -> None:
         """The batch's rows read and locked in one statement (those whose lease was lost
-        are left out), one time from the database's clock for all, each row's status
-        written under its own lease, and the secrets of clusters that changed phase told
-        once per tenant."""
+        are left out), one time from the database's clock for all, every row's status
+        written under its own lease in one statement per set of columns (``update_each``),
+        and the secrets of clusters that changed phase told once per tenant."""
         repository = ClusterRepository.from_session(session)
-        held = await repository.get_leased(
-            {guard.lease.row_id: guard.lease.token for guard, _, _ in batch}
-        )
+        tokens = {guard.lease.row_id: guard.lease.token for guard, _, _ in batch}
+        held = await repository.get_leased(tokens)
         if not held:
             return  # every lease was lost: other workers own these clusters now
         now = await batch[0][0].now()  # the database's clock: Running, haEnabledAt, history
-        phase_changed: dict[int, list[str]] = {}
+        told: dict[int, list[str]] = {}
+        writes: list[tuple[GuardedWrite, Cluster, dict[str, Any], dict[str, Any]]] = []
         for guard, snapshot, outcome in batch:
             cluster = held.get(snapshot.cluster_id)
-            if cluster is not None and await self._apply_one(
-                repository, guard, cluster, snapshot, outcome, now
-            ):
-                phase_changed.setdefault(cluster.tenant_id, []).append(cluster.name)
-        for tenant_id, names in phase_changed.items():
+            if cluster is None:
+                continue
+            if snapshot.deleting and outcome.stage == Stage.gone:
+                if await guard.delete():
+                    repository.record(
+                        ClusterHistory.snapshot(
+                            cluster, ClusterEvent.deleted, now, phase=ClusterPhase.deleted.value
+                        )
+                    )
+                    told.setdefault(cluster.tenant_id, []).append(cluster.name)
+                continue
+            writes.append(self._status_write(guard, cluster, snapshot, outcome, now))
+        written = await update_each(session, [write for write, _, _, _ in writes])
+        for write, cluster, changes, status in writes:
+            if write.lease.row_id not in written:
+                continue
+            self._record(repository, cluster, changes, status, now)
+            if "phase" in changes:
+                told.setdefault(cluster.tenant_id, []).append(cluster.name)
+        for tenant_id, names in told.items():
             # Secrets syncing into these clusters wait for Running (or their deletion).
             await clusters_changed(session, tenant_id, names)
 
-    async def _apply_one(
+    def _status_write(
         self,
-        repository: ClusterRepository,
         guard: LeaseGuard,
         cluster: Cluster,
         snapshot: ClusterWork,
         outcome: Observation,
         now: datetime,
-    ) -> bool:
-        """Write one cluster's observed status; True when its phase changed (or it is
-        gone)."""
-        if snapshot.deleting and outcome.stage == Stage.gone:
-            if not await guard.delete():
-                return False
-            repository.record(
-                ClusterHistory.snapshot(
-                    cluster, ClusterEvent.deleted, now, phase=ClusterPhase.deleted.value
-                )
-            )
-            return True
+    ) -> tuple[GuardedWrite, Cluster, dict[str, Any], dict[str, Any]]:
+        """One cluster's observed status and its next look, to be written under its lease;
+        with the columns that changed and the whole status (for the history)."""
         status = observed_status(cluster, outcome, now)
         status["observed_generation"] = snapshot.generation  # shown in status: moves the ETag
         changes = {key: value for key, value in status.items() if getattr(cluster, key) != value}
@@ -201,10 +206,7 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
         values: dict[str, Any] = {**changes, "reconcile_at": next_at}
         if changes:
             values["resource_version"] = cluster.resource_version + 1
-        if not await guard.update(**values):
-            return False
-        self._record(repository, cluster, changes, status, now)
-        return "phase" in changes
+        return GuardedWrite(guard.lease, values), cluster, changes, status
 
     def _record(
         self,
