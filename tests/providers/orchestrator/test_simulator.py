@@ -141,6 +141,6 @@ async def test_many_calls_at_once_observe_what_the_calls_one_by_one_do(
     assert observed[1].settled
     assert observed[3].stage == Stage.gone
     assert await provision_count(orchestrator, new.uid) == 1
-    # One read of every deployment of the batch, one insert for the new one (and its read).
+    # One read of every deployment of the batch, one insert of the new ones and their read.
     reads = [statement for statement in sent if statement.startswith("SELECT")]
     assert len(reads) == 2, sent

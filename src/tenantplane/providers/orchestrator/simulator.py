@@ -25,6 +25,7 @@ from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql import Executable
 
 from tenantplane.db.base import utcnow
 from tenantplane.db.engine import Database
@@ -73,11 +74,18 @@ class SimulatorOrchestrator:
         async with self.database.transaction() as session:
             now = utcnow()
             rows = await self._get_many(session, [spec.uid for spec, _ in calls])
+            new = {
+                spec.uid: spec for spec, deleting in calls if not deleting and spec.uid not in rows
+            }
+            if new:
+                rows.update(await self._provision_many(session, list(new.values()), now))
             observations = []
             for spec, deleting in calls:
                 row = rows.get(spec.uid)
                 if deleting:
                     observations.append(self._delete(row, now))
+                elif row is not None and spec.uid in new:
+                    observations.append(self._observe(row, now))  # provisioned by this call
                 else:
                     observations.append(await self._apply(session, spec, row, now))
             return observations
@@ -168,6 +176,26 @@ class SimulatorOrchestrator:
             raise UnknownSimulatedCluster(uid)
         return row
 
+    async def _provision_many(
+        self, session: AsyncSession, specs: Sequence[ClusterSpec], now: datetime
+    ) -> dict[str, SimulatedCluster]:
+        """``_provision`` for several deployments: one INSERT, one read of them."""
+        await session.execute(
+            self._provisioning([self._new_deployment(spec, now) for spec in specs])
+        )
+        return await self._get_many(session, [spec.uid for spec in specs])
+
+    def _provisioning(self, deployments: list[dict[str, object]]) -> Executable:
+        builder = sqlite_insert if self.database.is_sqlite else pg_insert
+        return (
+            builder(SimulatedCluster)
+            .values(deployments)
+            .on_conflict_do_update(
+                index_elements=[SimulatedCluster.uid],
+                set_={"provision_count": SimulatedCluster.provision_count + 1},
+            )
+        )
+
     async def _provision(
         self, session: AsyncSession, spec: ClusterSpec, now: datetime
     ) -> SimulatedCluster:
@@ -178,15 +206,7 @@ class SimulatorOrchestrator:
         first's row at insert time and increments ``provision_count`` instead of failing, as
         a real host cluster would have received two creates.
         """
-        values = self._new_deployment(spec, now)
-        builder = sqlite_insert if self.database.is_sqlite else pg_insert
-        insert = builder(SimulatedCluster).values(**values)
-        await session.execute(
-            insert.on_conflict_do_update(
-                index_elements=[SimulatedCluster.uid],
-                set_={"provision_count": SimulatedCluster.provision_count + 1},
-            )
-        )
+        await session.execute(self._provisioning([self._new_deployment(spec, now)]))
         row = await self._get(session, spec.uid)
         assert row is not None
         return row
