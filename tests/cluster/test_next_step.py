@@ -4,6 +4,7 @@ each look would add the time between the orchestrator's call and the look to eve
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 from sqlalchemy import select, update
@@ -57,3 +58,38 @@ async def test_the_simulator_says_when_its_next_step_is_due_until_settled(
     settled = await orchestrator.apply(wanted)
     assert settled.settled
     assert settled.next_change_seconds is None
+
+
+async def test_the_next_look_counts_from_the_orchestrators_call_not_from_the_write(
+    database: Database, factory: Factory
+) -> None:
+    """An observation written a while after it was made (a busy worker) still schedules the
+    next look when the orchestrator's next step is due, not that long after it."""
+    tenant = await factory.tenant()
+    cluster = await factory.cluster_row(tenant.id, phase=ClusterPhase.pending)
+    async with database.transaction() as session:
+        await session.execute(
+            update(Cluster).where(Cluster.id == cluster.id).values(reconcile_at=utcnow())
+        )
+    reconciler = ClusterReconciler(
+        SimulatorOrchestrator(database, STEP_SECONDS),
+        load_versions(),
+        progress_seconds=3600,
+        resync_seconds=3600,
+    )
+    runner = ReconcilerRunner(database, reconciler, idle_poll_seconds=3600)
+    [lease] = await runner.fetcher.lease(1, timedelta(seconds=30))
+    async with database.transaction() as session:
+        work = await reconciler.load(session, lease.row_id)
+    assert work is not None
+    observed = await reconciler.act(work)
+    assert observed.next_change_seconds is not None
+    # As if the write came 0.6 s after the simulator's call.
+    late = replace(observed, observed_at=observed.observed_at - 0.6)
+    async with database.transaction() as session:
+        await reconciler.apply(session, lease.guard(session), work, late)
+    async with database.transaction() as session:
+        now = await database_now(session)
+        row = (await session.execute(select(Cluster).where(Cluster.id == cluster.id))).scalar_one()
+    assert row.reconcile_at is not None
+    assert row.reconcile_at - now <= timedelta(seconds=STEP_SECONDS - 0.6)

@@ -9,6 +9,7 @@ meanwhile).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -151,6 +152,7 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
         if not held:
             return  # every lease was lost: other workers own these clusters now
         now = await batch[0][0].now()  # the database's clock: Running, haEnabledAt, history
+        read_at = time.monotonic()  # when ``now`` was (this process's clock)
         told: dict[int, list[str]] = {}
         writes: list[tuple[GuardedWrite, Cluster, dict[str, Any], dict[str, Any]]] = []
         for guard, snapshot, outcome in batch:
@@ -166,7 +168,7 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
                     )
                     told.setdefault(cluster.tenant_id, []).append(cluster.name)
                 continue
-            writes.append(self._status_write(guard, cluster, snapshot, outcome, now))
+            writes.append(self._status_write(guard, cluster, snapshot, outcome, now, read_at))
         written = await update_each(session, [write for write, _, _, _ in writes])
         for write, cluster, changes, status in writes:
             if write.lease.row_id not in written:
@@ -185,6 +187,7 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
         snapshot: ClusterWork,
         outcome: Observation,
         now: datetime,
+        read_at: float,
     ) -> tuple[GuardedWrite, Cluster, dict[str, Any], dict[str, Any]]:
         """One cluster's observed status and its next look, to be written under its lease;
         with the columns that changed and the whole status (for the history)."""
@@ -197,10 +200,11 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
         elif outcome.settled and not cluster.is_terminating:
             next_at = now + self.resync
         elif outcome.next_change_seconds is not None:
-            # When the orchestrator's next step is due (measured from its own call, so this
-            # look comes a little after it): a look a whole interval after this one would
-            # add the time between the orchestrator's call and now to every step.
-            next_at = now + min(self.progress, timedelta(seconds=outcome.next_change_seconds))
+            # When the orchestrator's next step is due, counted from its own call (not from
+            # now, which comes after the call by the rest of the step): a look a whole
+            # interval after this one, or after now, would add that time to every step.
+            due = outcome.next_change_seconds - (read_at - outcome.observed_at)
+            next_at = now + min(self.progress, timedelta(seconds=max(due, 0.0)))
         else:
             next_at = now + self.progress
         values: dict[str, Any] = {**changes, "reconcile_at": next_at}

@@ -7,6 +7,7 @@ cluster; a Kubernetes adapter implements the same protocol.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -61,6 +62,9 @@ class Observation:
     # simulator's next step): the next look is then rather than a whole polling interval
     # after this one, which would add up to an interval per step.
     next_change_seconds: float | None = None
+    # This process's monotonic clock when the observation was made: what reads it later
+    # counts ``next_change_seconds`` from then, not from when it reads it.
+    observed_at: float = field(default_factory=time.monotonic, compare=False, repr=False)
 
     @property
     def api_available(self) -> bool:
