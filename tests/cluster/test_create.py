@@ -6,7 +6,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import select
 
+from tenantplane.cluster.models import Cluster, ClusterEvent, ClusterHistory
 from tenantplane.db.engine import Database
 from tenantplane.tenant.models import Plan
 from tests.cluster.polling import create_cluster
@@ -329,7 +331,43 @@ async def test_a_create_carries_its_wake_up_in_its_insert(
             ]
         assert [answer.status_code for answer in answers] == [201, 201, 201, 403]
         assert woken.local.is_set()
-        inserts = [s for s in statements if s.startswith("INSERT INTO CLUSTERS")]
+        inserts = [s for s in statements if "INSERT INTO CLUSTERS" in s]
         assert len(inserts) == 4, statements
         assert notifies(statements) == (inserts if postgresql else []), statements
+        # On PostgreSQL the created history row rides in the same statement (a WITH).
+        history = [s for s in statements if s.startswith("INSERT INTO CLUSTER_HISTORY")]
+        assert len(history) == (0 if postgresql else 3), statements
         await woken.delivered()
+
+
+async def test_a_create_records_the_clusters_created_history_row(
+    client: httpx.AsyncClient, database: Database, factory: Factory
+) -> None:
+    """The history row that billing meters from: the new cluster as created, stamped with its
+    creation time (on PostgreSQL written by the create's INSERT itself)."""
+    tenant = await factory.tenant()
+    await create_cluster(client, tenant.path, tenant.admin_key, "metered", highAvailability=True)
+    async with database.transaction() as session:
+        cluster = (
+            await session.execute(
+                select(Cluster).where(Cluster.tenant_id == tenant.id, Cluster.name == "metered")
+            )
+        ).scalar_one()
+        rows = (
+            (
+                await session.execute(
+                    select(ClusterHistory).where(ClusterHistory.cluster_uid == cluster.uid)
+                )
+            )
+            .scalars()
+            .all()
+        )
+    assert [row.event for row in rows] == ["created"]
+    [row] = rows
+    expected = ClusterHistory.snapshot(cluster, ClusterEvent.created, cluster.created_at)
+    shown = [column.name for column in ClusterHistory.__table__.columns if column.name != "id"]
+    assert {name: getattr(row, name) for name in shown} == {
+        name: getattr(expected, name) for name in shown
+    }
+    assert row.phase == "Pending"
+    assert row.high_availability

@@ -5,12 +5,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, bindparam, func, insert, select, tuple_
+from sqlalchemy import ColumnElement, Select, bindparam, func, insert, literal, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import Executable
+from sqlalchemy.sql.dml import ReturningInsert
 from sqlalchemy.sql.schema import Table
 
-from tenantplane.cluster.models import Cluster, ClusterHistory
+from tenantplane.cluster.models import Cluster, ClusterEvent, ClusterHistory
 from tenantplane.db.reads import ReadRow, Reads, as_stored
 from tenantplane.tenant.models import Plan, Tenant
 
@@ -102,10 +103,13 @@ _TENANT_PLAN_LOCKED = _TENANT_PLAN.with_for_update()
 
 
 @functools.cache
-def _insert_within(columns: tuple[str, ...], returning: ColumnElement[Any] | None) -> Executable:
+def _insert_within(
+    columns: tuple[str, ...], returning: ColumnElement[Any] | None, with_history: bool
+) -> Executable:
     """INSERT … SELECT of one cluster whose values are the parameters named after
     ``columns``, selected only if the tenant's clusters, it included, stay within the room
-    (parameters ``room_*``); ``returning`` (a wake-up NOTIFY: one object per name) too."""
+    (parameters ``room_*``); ``returning`` (a wake-up NOTIFY: one object per name) too;
+    ``with_history``: its ``created`` history row too."""
     table = _CLUSTERS
     usage = (
         select(
@@ -132,7 +136,37 @@ def _insert_within(columns: tuple[str, ...], returning: ColumnElement[Any] | Non
     inserted = insert(table).from_select(list(columns), row).returning(*table.c, *extra)
     # The inserted row as a Cluster (the ORM's own INSERT would take the parameters as
     # rows to insert, not as the statement's binds).
+    if with_history:
+        return select(Cluster).from_statement(_with_created_history(inserted))
     return select(Cluster).from_statement(inserted)
+
+
+def _with_created_history(inserted: ReturningInsert[Any]) -> Select[Any]:
+    """``inserted`` with the cluster's ``created`` history row written by the same statement
+    (PostgreSQL's data-modifying WITH): every create of a tenant waits on its lock, which
+    this statement's answer and the COMMIT then hold for one round trip instead of two."""
+    row = inserted.cte("inserted")
+    history: Table = ClusterHistory.__table__  # type: ignore[assignment]
+    snapshot = {
+        "at": row.c.created_at,
+        "tenant_id": row.c.tenant_id,
+        "cluster_id": row.c.id,
+        "cluster_uid": row.c.uid,
+        "cluster_name": row.c.name,
+        "event": literal(ClusterEvent.created.value),
+        "phase": row.c.phase,
+        "version": row.c.version,
+        "kubernetes_version": row.c.kubernetes_version,
+        "high_availability": row.c.high_availability,
+        "ha_enabled_at": row.c.ha_enabled_at,
+        "cpu_millicores": row.c.cpu_millicores,
+        "memory_bytes": row.c.memory_bytes,
+        "storage_bytes": row.c.storage_bytes,
+    }
+    recorded = (
+        insert(history).from_select(list(snapshot), select(*snapshot.values())).cte("recorded")
+    )
+    return select(row).add_cte(recorded)
 
 
 class ClusterRepository:
@@ -236,8 +270,9 @@ class ClusterRepository:
         returning: ColumnElement[Any] | None = None,
     ) -> Cluster | None:
         """Insert a cluster of ``values`` if the tenant's clusters, this one included, stay
-        within ``room``; None (nothing inserted) otherwise. ``returning``: an expression
-        evaluated in the same statement for an inserted row (a wake-up NOTIFY).
+        within ``room``, with its ``created`` history row; None (nothing inserted)
+        otherwise. ``returning``: an expression evaluated in the same statement for an
+        inserted row (a wake-up NOTIFY).
 
         One statement: the limit check and the insert share its snapshot, taken after the
         caller's ``lock_tenant``, so a concurrent create of the tenant (waiting on that lock)
@@ -252,8 +287,15 @@ class ClusterRepository:
             "room_memory_bytes": room.memory_bytes,
             "room_storage_bytes": room.storage_bytes,
         }
-        statement = _insert_within(tuple(values), returning)
-        return (await self.session.execute(statement, parameters)).scalar_one_or_none()
+        # SQLite has no data-modifying WITH: the history row is added to the session there.
+        in_statement = self._locks_rows
+        statement = _insert_within(tuple(values), returning, in_statement)
+        cluster: Cluster | None = (
+            await self.session.execute(statement, parameters)
+        ).scalar_one_or_none()
+        if cluster is not None and not in_statement:
+            self.record(ClusterHistory.snapshot(cluster, ClusterEvent.created, cluster.created_at))
+        return cluster
 
     def record(self, entry: ClusterHistory) -> None:
         self.session.add(entry)

@@ -257,7 +257,6 @@ async def create(
         usage = await repository.usage(tenant_id)
         check_plan_limits(plan.value, limits, usage, amounts, new_cluster=True)
         raise RuntimeError(f"cluster {body.name} not inserted though within the limits")
-    repository.record(ClusterHistory.snapshot(cluster, ClusterEvent.created, now))
     return cluster, warnings
 
 
