@@ -185,6 +185,22 @@ class Factory:
             await session.flush()
             return ClusterFixture(name, cluster.id, uid)
 
+    async def due_clusters(self, count: int) -> list[int]:
+        """Ids of ``count`` Pending clusters of a new tenant, due for the reconciler now."""
+        from sqlalchemy import update
+
+        from tenantplane.db.base import utcnow
+
+        tenant = await self.tenant()
+        ids = [
+            (await self.cluster_row(tenant.id, phase=ClusterPhase.pending)).id for _ in range(count)
+        ]
+        async with self.database.transaction() as session:
+            await session.execute(
+                update(Cluster).where(Cluster.id.in_(ids)).values(reconcile_at=utcnow())
+            )
+        return ids
+
     async def set_cluster_phase(self, cluster: ClusterFixture, phase: ClusterPhase) -> None:
         from sqlalchemy import update
 

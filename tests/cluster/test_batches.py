@@ -10,7 +10,6 @@ from sqlalchemy import select, update
 from tenantplane.catalogue.versions import load_versions
 from tenantplane.cluster.models import Cluster, ClusterPhase
 from tenantplane.cluster.reconciler import ClusterReconciler
-from tenantplane.db.base import utcnow
 from tenantplane.db.engine import Database
 from tenantplane.providers.orchestrator import ClusterSpec, Observation, Orchestrator
 from tenantplane.providers.orchestrator.simulator import SimulatorOrchestrator
@@ -38,18 +37,6 @@ def reconciler_of(orchestrator: Orchestrator) -> ClusterReconciler:
     )
 
 
-async def pending_clusters(database: Database, factory: Factory, count: int) -> list[int]:
-    tenant = await factory.tenant()
-    ids = [
-        (await factory.cluster_row(tenant.id, phase=ClusterPhase.pending)).id for _ in range(count)
-    ]
-    async with database.transaction() as session:
-        await session.execute(
-            update(Cluster).where(Cluster.id.in_(ids)).values(reconcile_at=utcnow())
-        )
-    return ids
-
-
 async def phases(database: Database, ids: list[int]) -> dict[int, str]:
     async with database.transaction() as session:
         rows = await session.execute(select(Cluster.id, Cluster.phase).where(Cluster.id.in_(ids)))
@@ -59,7 +46,7 @@ async def phases(database: Database, ids: list[int]) -> dict[int, str]:
 async def test_clusters_due_together_are_provisioned_in_one_simulator_transaction(
     database: Database, factory: Factory
 ) -> None:
-    ids = await pending_clusters(database, factory, 6)
+    ids = await factory.due_clusters(6)
     reconciler = reconciler_of(SimulatorOrchestrator(database, step_seconds=3600))
     assert reconciler.batched
     assert reconciler.concurrency == 64  # the batch size, not the single-call concurrency
@@ -85,7 +72,7 @@ async def test_clusters_due_together_are_provisioned_in_one_simulator_transactio
 async def test_a_row_of_a_batch_whose_lease_was_lost_is_not_written(
     database: Database, factory: Factory
 ) -> None:
-    ids = await pending_clusters(database, factory, 3)
+    ids = await factory.due_clusters(3)
     reconciler = reconciler_of(SimulatorOrchestrator(database, step_seconds=3600))
     runner = ReconcilerRunner(database, reconciler, idle_poll_seconds=3600)
     leases = await runner.fetcher.lease(3, timedelta(seconds=30))
@@ -120,7 +107,7 @@ async def test_a_row_of_a_batch_whose_lease_was_lost_is_not_written(
 async def test_an_orchestrator_of_single_calls_is_called_one_row_at_a_time(
     database: Database, factory: Factory
 ) -> None:
-    ids = await pending_clusters(database, factory, 3)
+    ids = await factory.due_clusters(3)
     reconciler = reconciler_of(OneByOne(SimulatorOrchestrator(database, step_seconds=3600)))
     assert not reconciler.batched
     assert reconciler.concurrency == 16

@@ -7,12 +7,11 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 
 from tenantplane.catalogue.versions import load_versions
 from tenantplane.cluster.models import Cluster, ClusterPhase
 from tenantplane.cluster.reconciler import ClusterReconciler
-from tenantplane.db.base import utcnow
 from tenantplane.db.clock import database_now
 from tenantplane.db.engine import Database
 from tenantplane.providers.orchestrator.simulator import SimulatorOrchestrator
@@ -23,26 +22,26 @@ from tests.providers.orchestrator.test_simulator import spec
 STEP_SECONDS = 1.0
 
 
+def stepping_reconciler(database: Database) -> ClusterReconciler:
+    """A reconciler of the simulator whose polling interval is far longer than a step."""
+    return ClusterReconciler(
+        SimulatorOrchestrator(database, STEP_SECONDS),
+        load_versions(),
+        progress_seconds=3600,
+        resync_seconds=3600,
+    )
+
+
 async def test_the_next_look_is_when_the_simulators_next_step_is_due(
     database: Database, factory: Factory
 ) -> None:
-    tenant = await factory.tenant()
-    cluster = await factory.cluster_row(tenant.id, phase=ClusterPhase.pending)
-    async with database.transaction() as session:
-        await session.execute(
-            update(Cluster).where(Cluster.id == cluster.id).values(reconcile_at=utcnow())
-        )
-    reconciler = ClusterReconciler(
-        SimulatorOrchestrator(database, STEP_SECONDS),
-        load_versions(),
-        progress_seconds=3600,  # the polling interval: far longer than a step
-        resync_seconds=3600,
-    )
+    [cluster_id] = await factory.due_clusters(1)
+    reconciler = stepping_reconciler(database)
     runner = ReconcilerRunner(database, reconciler, idle_poll_seconds=3600)
     assert await runner.run_once() == 1  # provisions: the first step is one step away
     async with database.transaction() as session:
         now = await database_now(session)
-        row = (await session.execute(select(Cluster).where(Cluster.id == cluster.id))).scalar_one()
+        row = (await session.execute(select(Cluster).where(Cluster.id == cluster_id))).scalar_one()
     assert row.phase == ClusterPhase.provisioning.value, row.phase
     assert row.reconcile_at is not None
     assert row.reconcile_at - now <= timedelta(seconds=STEP_SECONDS)
@@ -65,18 +64,8 @@ async def test_the_next_look_counts_from_the_orchestrators_call_not_from_the_wri
 ) -> None:
     """An observation written a while after it was made (a busy worker) still schedules the
     next look when the orchestrator's next step is due, not that long after it."""
-    tenant = await factory.tenant()
-    cluster = await factory.cluster_row(tenant.id, phase=ClusterPhase.pending)
-    async with database.transaction() as session:
-        await session.execute(
-            update(Cluster).where(Cluster.id == cluster.id).values(reconcile_at=utcnow())
-        )
-    reconciler = ClusterReconciler(
-        SimulatorOrchestrator(database, STEP_SECONDS),
-        load_versions(),
-        progress_seconds=3600,
-        resync_seconds=3600,
-    )
+    [cluster_id] = await factory.due_clusters(1)
+    reconciler = stepping_reconciler(database)
     runner = ReconcilerRunner(database, reconciler, idle_poll_seconds=3600)
     [lease] = await runner.fetcher.lease(1, timedelta(seconds=30))
     async with database.transaction() as session:
@@ -90,6 +79,6 @@ async def test_the_next_look_counts_from_the_orchestrators_call_not_from_the_wri
         await reconciler.apply(session, lease.guard(session), work, late)
     async with database.transaction() as session:
         now = await database_now(session)
-        row = (await session.execute(select(Cluster).where(Cluster.id == cluster.id))).scalar_one()
+        row = (await session.execute(select(Cluster).where(Cluster.id == cluster_id))).scalar_one()
     assert row.reconcile_at is not None
     assert row.reconcile_at - now <= timedelta(seconds=STEP_SECONDS - 0.6)
