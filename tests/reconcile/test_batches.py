@@ -145,6 +145,31 @@ async def test_every_row_of_a_batch_is_reconciled_once_and_a_failing_act_backs_o
     assert runner.metrics.failures.labels(reconciler.name)._value.get() == 1
 
 
+class BatchCallFailing(BatchedReconciler):
+    """Acts on a whole batch in one call (``act_batch``), and that call fails."""
+
+    async def act_batch(self, snapshots: Any) -> list[int | BaseException]:
+        raise RuntimeError("the batch's call failed")
+
+
+async def test_a_failing_call_for_the_whole_batch_backs_off_every_row_of_it(
+    database: Database, factory: Factory
+) -> None:
+    tenant = await factory.tenant()
+    ids = await add_rows(database, tenant.id, 3, due=True, prefix="whole")
+    reconciler = BatchCallFailing(concurrency=4)
+    reconciler.error_backoff_seconds = 3600
+    runner = ReconcilerRunner(database, reconciler, idle_poll_seconds=30)
+    assert await runner.run_once() == 3
+    rows = await _rows(database)
+    for row_id in ids:
+        observed, token, due = rows[row_id]
+        assert (observed, token) == (0, None)  # not applied, lease ended
+        assert due is not None
+        assert due > utcnow() + timedelta(minutes=30)
+    assert runner.metrics.failures.labels(reconciler.name)._value.get() == 3
+
+
 async def test_a_batch_longer_than_its_lease_keeps_its_rows(
     database: Database, factory: Factory
 ) -> None:
