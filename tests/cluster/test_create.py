@@ -341,33 +341,29 @@ async def test_a_create_carries_its_wake_up_in_its_insert(
 
 
 async def test_a_create_records_the_clusters_created_history_row(
-    client: httpx.AsyncClient, database: Database, factory: Factory
+    database: Database, database_url: str, factory: Factory, tmp_path: Path
 ) -> None:
     """The history row that billing meters from: the new cluster as created, stamped with its
-    creation time (on PostgreSQL written by the create's INSERT itself)."""
+    creation time (on PostgreSQL written by the create's INSERT itself). No reconcilers: the
+    cluster stays as created."""
     tenant = await factory.tenant()
-    await create_cluster(client, tenant.path, tenant.admin_key, "metered", highAvailability=True)
+    settings = make_settings(database_url, tmp_path, run_reconcilers=False)
+    async with running_app(settings) as app, api_client(app) as client:
+        await create_cluster(
+            client, tenant.path, tenant.admin_key, "metered", highAvailability=True
+        )
     async with database.transaction() as session:
         cluster = (
             await session.execute(
                 select(Cluster).where(Cluster.tenant_id == tenant.id, Cluster.name == "metered")
             )
         ).scalar_one()
-        rows = (
-            (
-                await session.execute(
-                    select(ClusterHistory).where(ClusterHistory.cluster_uid == cluster.uid)
-                )
-            )
-            .scalars()
-            .all()
-        )
-    assert [row.event for row in rows] == ["created"]
+        history = select(ClusterHistory).where(ClusterHistory.cluster_uid == cluster.uid)
+        rows = (await session.execute(history)).scalars().all()
     [row] = rows
     expected = ClusterHistory.snapshot(cluster, ClusterEvent.created, cluster.created_at)
     shown = [column.name for column in ClusterHistory.__table__.columns if column.name != "id"]
     assert {name: getattr(row, name) for name in shown} == {
         name: getattr(expected, name) for name in shown
     }
-    assert row.phase == "Pending"
-    assert row.high_availability
+    assert (row.event, row.phase, row.high_availability) == ("created", "Pending", True)
