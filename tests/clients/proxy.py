@@ -74,8 +74,10 @@ def _handler(proxy: Proxy) -> type[BaseHTTPRequestHandler]:
             fault = proxy.take(self.command) or Fault()
             if fault.status:
                 envelope = {"error": "injected", "code": fault.code, "message": "injected"}
-                self._answer(fault.status, {**fault.headers}, json.dumps(envelope).encode())
+                # Recorded before the answer: the client may look at ``seen`` as soon as
+                # it has the answer.
                 proxy.record(Seen(self.command, self.path, headers, fault.status, {}))
+                self._answer(fault.status, {**fault.headers}, json.dumps(envelope).encode())
                 return
             upstream = proxy.http.request(self.command, self.path, content=body, headers=headers)
             upstream_headers = dict(upstream.headers)
