@@ -211,9 +211,8 @@ class ClusterRepository:
         )
         if self._locks_rows:
             statement = statement.with_for_update()
-        clusters = (await self.session.execute(statement)).scalars()
         return {
-            cluster.id: cluster for cluster in clusters if cluster.lock_token == tokens[cluster.id]
+            cluster.id: cluster for cluster in (await self.session.execute(statement)).scalars()
         }
 
     async def get_with_tenants(
