@@ -65,6 +65,14 @@ async def _rows(database: Database) -> dict[int, tuple[int, str | None, Any]]:
         return {row_id: (observed, token, due) for row_id, observed, token, due in result.all()}
 
 
+def assert_backed_off(row: tuple[int, str | None, Any]) -> None:
+    """Not applied, its lease ended, due again after the backoff (an hour in these tests)."""
+    observed, token, due = row
+    assert (observed, token) == (0, None)
+    assert due is not None
+    assert due > utcnow() + timedelta(minutes=30)
+
+
 async def test_update_each_writes_only_the_rows_still_held_and_still_as_expected(
     database: Database, factory: Factory
 ) -> None:
@@ -136,12 +144,8 @@ async def test_every_row_of_a_batch_is_reconciled_once_and_a_failing_act_backs_o
         await task
     assert sorted(reconciler.acted) == sorted(row_id for row_id in ids if row_id != failing)
     assert max(reconciler.batches) <= 4
-    rows = await _rows(database)
-    observed, token, due = rows[failing]
-    # Backed off alone: not applied, lease ended, due again after the backoff.
-    assert (observed, token) == (0, None)
-    assert due is not None
-    assert due > utcnow() + timedelta(minutes=30)
+    # Backed off alone.
+    assert_backed_off((await _rows(database))[failing])
     assert runner.metrics.failures.labels(reconciler.name)._value.get() == 1
 
 
@@ -163,10 +167,7 @@ async def test_a_failing_call_for_the_whole_batch_backs_off_every_row_of_it(
     assert await runner.run_once() == 3
     rows = await _rows(database)
     for row_id in ids:
-        observed, token, due = rows[row_id]
-        assert (observed, token) == (0, None)  # not applied, lease ended
-        assert due is not None
-        assert due > utcnow() + timedelta(minutes=30)
+        assert_backed_off(rows[row_id])
     assert runner.metrics.failures.labels(reconciler.name)._value.get() == 3
 
 
