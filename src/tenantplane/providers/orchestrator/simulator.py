@@ -25,7 +25,6 @@ from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.sql import Executable
 
 from tenantplane.db.base import utcnow
 from tenantplane.db.engine import Database
@@ -78,7 +77,7 @@ class SimulatorOrchestrator:
                 spec.uid: spec for spec, deleting in calls if not deleting and spec.uid not in rows
             }
             if new:
-                rows.update(await self._provision_many(session, list(new.values()), now))
+                rows.update(await self._provision(session, list(new.values()), now))
             observations = []
             for spec, deleting in calls:
                 row = rows.get(spec.uid)
@@ -94,7 +93,8 @@ class SimulatorOrchestrator:
         self, session: AsyncSession, spec: ClusterSpec, row: SimulatedCluster | None, now: datetime
     ) -> Observation:
         if row is None:
-            return self._observe(await self._provision(session, spec, now), now)
+            provisioned = await self._provision(session, [spec], now)
+            return self._observe(provisioned[spec.uid], now)
         if row.stage in (Stage.deleting, _DELETED):
             self._advance(row, now, spec)
             return self._observe(row, now)
@@ -176,40 +176,27 @@ class SimulatorOrchestrator:
             raise UnknownSimulatedCluster(uid)
         return row
 
-    async def _provision_many(
+    async def _provision(
         self, session: AsyncSession, specs: Sequence[ClusterSpec], now: datetime
     ) -> dict[str, SimulatedCluster]:
-        """``_provision`` for several deployments: one INSERT, one read of them."""
-        await session.execute(
-            self._provisioning([self._new_deployment(spec, now) for spec in specs])
-        )
-        return await self._get_many(session, [spec.uid for spec in specs])
-
-    def _provisioning(self, deployments: list[dict[str, object]]) -> Executable:
-        builder = sqlite_insert if self.database.is_sqlite else pg_insert
-        return (
-            builder(SimulatedCluster)
-            .values(deployments)
-            .on_conflict_do_update(
-                index_elements=[SimulatedCluster.uid],
-                set_={"provision_count": SimulatedCluster.provision_count + 1},
-            )
-        )
-
-    async def _provision(
-        self, session: AsyncSession, spec: ClusterSpec, now: datetime
-    ) -> SimulatedCluster:
-        """Create the deployment, counting every provisioning call received.
+        """Create the deployments (one INSERT, one read of them), counting every
+        provisioning call received.
 
         A call that finds no deployment provisions one. Two such calls for one cluster (two
         reconcilers that both believe they hold its lease) both count: the second finds the
         first's row at insert time and increments ``provision_count`` instead of failing, as
         a real host cluster would have received two creates.
         """
-        await session.execute(self._provisioning([self._new_deployment(spec, now)]))
-        row = await self._get(session, spec.uid)
-        assert row is not None
-        return row
+        builder = sqlite_insert if self.database.is_sqlite else pg_insert
+        await session.execute(
+            builder(SimulatedCluster)
+            .values([self._new_deployment(spec, now) for spec in specs])
+            .on_conflict_do_update(
+                index_elements=[SimulatedCluster.uid],
+                set_={"provision_count": SimulatedCluster.provision_count + 1},
+            )
+        )
+        return await self._get_many(session, [spec.uid for spec in specs])
 
     def _new_deployment(self, spec: ClusterSpec, now: datetime) -> dict[str, object]:
         return dict(
