@@ -1,18 +1,24 @@
 """The cluster reconciler works the rows of a fetch as one batch when its orchestrator takes
-many calls at once (the simulator), and one row at a time otherwise."""
+many calls at once, and one row at a time otherwise; with the simulator, whose state is in
+this database, a batch is loaded, acted on and applied in one transaction."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import timedelta
+from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import event, func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.catalogue.versions import load_versions
 from tenantplane.cluster.models import Cluster, ClusterPhase
-from tenantplane.cluster.reconciler import ClusterReconciler
+from tenantplane.cluster.reconciler import ClusterReconciler, ClusterWork
 from tenantplane.db.engine import Database
 from tenantplane.providers.orchestrator import ClusterSpec, Observation, Orchestrator
 from tenantplane.providers.orchestrator.simulator import SimulatorOrchestrator
+from tenantplane.providers.orchestrator.simulator_models import SimulatedCluster
 from tenantplane.reconcile.runner import ReconcilerRunner
 from tests.factories import Factory
 from tests.statements import statements_sent
@@ -31,6 +37,49 @@ class OneByOne:
         return await self.inner.delete(spec)
 
 
+class ManyAtOnce(OneByOne):
+    """An orchestrator that takes many calls at once but keeps its state elsewhere (its calls
+    are not made in the reconciler's transaction)."""
+
+    async def act_many(self, calls: Sequence[tuple[ClusterSpec, bool]]) -> list[Observation]:
+        return await self.inner.act_many(calls)
+
+
+class FailingWrite(ClusterReconciler):
+    """Fails after the simulator's calls, as the write of the batch's statuses could."""
+
+    async def _write(self, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("the batch's statuses could not be written")
+
+
+@contextmanager
+def checkouts(database: Database) -> Iterator[list[object]]:
+    """The connections taken from ``database``'s pool while the block runs (one per
+    session that sends anything: a transaction, or an autocommit statement)."""
+    taken: list[object] = []
+
+    def record(connection: object, *_: object) -> None:
+        taken.append(connection)
+
+    pool = database.engine.sync_engine.pool
+    event.listen(pool, "checkout", record)
+    try:
+        yield taken
+    finally:
+        event.remove(pool, "checkout", record)
+
+
+class RecordingLoads(ClusterReconciler):
+    """Records whether each ``load`` reads on a driver connection in autocommit."""
+
+    autocommit: list[bool]
+
+    async def load(self, session: AsyncSession, row_id: Any) -> ClusterWork | None:
+        raw = await (await session.connection()).get_raw_connection()
+        self.autocommit.append(bool(getattr(raw.driver_connection, "autocommit", False)))
+        return await super().load(session, row_id)
+
+
 def reconciler_of(orchestrator: Orchestrator) -> ClusterReconciler:
     return ClusterReconciler(
         orchestrator, load_versions(), progress_seconds=3600, resync_seconds=3600
@@ -43,37 +92,94 @@ async def phases(database: Database, ids: list[int]) -> dict[int, str]:
         return {row_id: phase for row_id, phase in rows}
 
 
-async def test_clusters_due_together_are_provisioned_in_one_simulator_transaction(
+async def test_clusters_due_together_are_provisioned_in_one_transaction(
     database: Database, factory: Factory
 ) -> None:
     ids = await factory.due_clusters(6)
     reconciler = reconciler_of(SimulatorOrchestrator(database, step_seconds=3600))
     assert reconciler.batched
+    assert reconciler.acts_in_apply
     assert reconciler.concurrency == 64  # the batch size, not the single-call concurrency
     runner = ReconcilerRunner(database, reconciler, idle_poll_seconds=3600)
-    with statements_sent(database.engine) as sent:
+    with statements_sent(database.engine) as sent, checkouts(database) as taken:
         assert await runner.run_once() == 6
     assert set((await phases(database, ids)).values()) == {ClusterPhase.provisioning.value}
+    # The lease fetch, the batch's one transaction (load, simulator, statuses), and the
+    # fetch that finds nothing left: not a transaction each for the load, the simulator's
+    # calls and the apply.
+    assert len(taken) == 3, sent
     simulator_reads = [s for s in sent if s.startswith("SELECT") and "FROM SIMULATOR_CLUSTERS" in s]
     # One read of the batch's deployments; the new ones inserted together and read back once.
     assert len(simulator_reads) == 2, simulator_reads
     inserts = [s for s in sent if s.startswith("INSERT INTO SIMULATOR_CLUSTERS")]
     assert len(inserts) == 1, inserts
-    # The batch loaded with its tenants in one read, and read under its leases in one.
-    loads = [s for s in sent if "FROM CLUSTERS LEFT OUTER JOIN TENANTS" in s]
-    leased = [s for s in sent if "(CLUSTERS.ID, CLUSTERS.LOCK_TOKEN) IN" in s]
-    assert (len(loads), len(leased)) == (1, 1), (loads, leased)
+    # The batch read with its tenants under its leases (and locked) in one statement.
+    reads = [s for s in sent if "FROM CLUSTERS LEFT OUTER JOIN TENANTS" in s]
+    assert len(reads) == 1, reads
+    assert "(CLUSTERS.ID, CLUSTERS.LOCK_TOKEN) IN" in reads[0]
     if not database.is_sqlite:
+        assert reads[0].endswith("FOR UPDATE OF CLUSTERS"), reads[0]
         # Every row's status in one statement, each row under its own lease.
         status_writes = [s for s in sent if s.startswith("UPDATE CLUSTERS AS T")]
         assert len(status_writes) == 1, status_writes
+
+
+async def test_a_batch_that_fails_after_the_simulators_calls_takes_them_back(
+    database: Database, factory: Factory
+) -> None:
+    ids = await factory.due_clusters(3)
+    simulator = SimulatorOrchestrator(database, step_seconds=3600)
+    reconciler = FailingWrite(
+        simulator, load_versions(), progress_seconds=3600, resync_seconds=3600
+    )
+    runner = ReconcilerRunner(database, reconciler, idle_poll_seconds=3600)
+    assert await runner.run_once() == 3
+    # Nothing provisioned that the clusters' statuses do not record: every row backed off.
+    async with database.transaction() as session:
+        deployments = (await session.execute(select(func.count(SimulatedCluster.uid)))).scalar()
+        rows = (
+            await session.execute(
+                select(Cluster.phase, Cluster.lock_token, Cluster.reconcile_at > func.now()).where(
+                    Cluster.id.in_(ids)
+                )
+            )
+        ).all()
+    assert deployments == 0
+    assert set(rows) == {(ClusterPhase.pending.value, None, True)}
+
+
+async def test_a_row_of_a_batch_whose_lease_was_lost_is_not_provisioned(
+    database: Database, factory: Factory
+) -> None:
+    ids = await factory.due_clusters(3)
+    simulator = SimulatorOrchestrator(database, step_seconds=3600)
+    reconciler = reconciler_of(simulator)
+    runner = ReconcilerRunner(database, reconciler, idle_poll_seconds=3600)
+    leases = await runner.fetcher.lease(3, timedelta(seconds=30))
+    lost = leases[0]
+    async with database.transaction() as session:
+        # Another worker took this row over meanwhile.
+        await session.execute(
+            update(Cluster).where(Cluster.id == lost.row_id).values(lock_token="someone-else")
+        )
+    async with database.transaction() as session:
+        await reconciler.act_and_apply_batch(session, [lease.guard(session) for lease in leases])
+    shown = await phases(database, ids)
+    assert shown[lost.row_id] == ClusterPhase.pending.value
+    assert {shown[lease.row_id] for lease in leases[1:]} == {ClusterPhase.provisioning.value}
+    async with database.transaction() as session:
+        provisioned = set((await session.execute(select(SimulatedCluster.name))).scalars())
+        names = {
+            row_id: name for row_id, name in await session.execute(select(Cluster.id, Cluster.name))
+        }
+    assert provisioned == {names[lease.row_id] for lease in leases[1:]}
 
 
 async def test_a_row_of_a_batch_whose_lease_was_lost_is_not_written(
     database: Database, factory: Factory
 ) -> None:
     ids = await factory.due_clusters(3)
-    reconciler = reconciler_of(SimulatorOrchestrator(database, step_seconds=3600))
+    reconciler = reconciler_of(ManyAtOnce(SimulatorOrchestrator(database, step_seconds=3600)))
     runner = ReconcilerRunner(database, reconciler, idle_poll_seconds=3600)
     leases = await runner.fetcher.lease(3, timedelta(seconds=30))
     assert sorted(lease.row_id for lease in leases) == sorted(ids)
@@ -108,9 +214,30 @@ async def test_an_orchestrator_of_single_calls_is_called_one_row_at_a_time(
     database: Database, factory: Factory
 ) -> None:
     ids = await factory.due_clusters(3)
-    reconciler = reconciler_of(OneByOne(SimulatorOrchestrator(database, step_seconds=3600)))
+    orchestrator = OneByOne(SimulatorOrchestrator(database, step_seconds=3600))
+    reconciler = RecordingLoads(
+        orchestrator, load_versions(), progress_seconds=3600, resync_seconds=3600
+    )
+    reconciler.autocommit = []
     assert not reconciler.batched
     assert reconciler.concurrency == 16
     runner = ReconcilerRunner(database, reconciler, idle_poll_seconds=3600)
     assert await runner.run_once() == 3
     assert set((await phases(database, ids)).values()) == {ClusterPhase.provisioning.value}
+    # On PostgreSQL the load is one read in autocommit: no BEGIN and COMMIT around it.
+    assert reconciler.autocommit == [not database.is_sqlite] * 3
+
+
+async def test_an_orchestrator_of_many_calls_elsewhere_is_called_with_no_session_open(
+    database: Database, factory: Factory
+) -> None:
+    ids = await factory.due_clusters(3)
+    reconciler = reconciler_of(ManyAtOnce(SimulatorOrchestrator(database, step_seconds=3600)))
+    assert reconciler.batched
+    assert not reconciler.acts_in_apply
+    runner = ReconcilerRunner(database, reconciler, idle_poll_seconds=3600)
+    with checkouts(database) as taken:
+        assert await runner.run_once() == 3
+    assert set((await phases(database, ids)).values()) == {ClusterPhase.provisioning.value}
+    # The fetch, the load, the orchestrator's own transaction, the apply, the last fetch.
+    assert len(taken) == 5

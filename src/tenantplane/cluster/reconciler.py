@@ -26,6 +26,7 @@ from tenantplane.cluster.status import observed_status
 from tenantplane.providers.orchestrator import (
     BatchOrchestrator,
     ClusterSpec,
+    InDatabaseOrchestrator,
     Observation,
     Orchestrator,
     Stage,
@@ -50,6 +51,7 @@ class ClusterWork:
 class ClusterReconciler(Reconciler[ClusterWork, Observation]):
     name: ClassVar[str] = CLUSTERS
     table: ClassVar[Table] = Cluster.__table__  # type: ignore[assignment]
+    load_in_one_statement: ClassVar[bool] = True  # the clusters with their tenants
 
     def __init__(
         self,
@@ -70,6 +72,9 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
         # provisioning at once cost three transactions per batch instead of per row. Calls
         # to a remote orchestrator stay one row at a time: a slow call holds up its row only.
         self.batched = isinstance(orchestrator, BatchOrchestrator)
+        # The simulator keeps its state in this database: its calls are made in the
+        # transaction that records what they observed.
+        self.acts_in_apply = isinstance(orchestrator, InDatabaseOrchestrator)
         self.concurrency = batch_size if self.batched else concurrency
         self.error_backoff_seconds = retry_seconds
         self.versions = versions
@@ -143,15 +148,53 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
         batch: Sequence[tuple[LeaseGuard, ClusterWork, Observation]],
     ) -> None:
         """The batch's rows read and locked in one statement (those whose lease was lost
-        are left out), one time from the database's clock for all, every row's status
-        written under its own lease in one statement per set of columns (``update_each``),
-        and the secrets of clusters that changed phase told once per tenant."""
+        are left out), then ``_write``."""
         repository = ClusterRepository.from_session(session)
         tokens = {guard.lease.row_id: guard.lease.token for guard, _, _ in batch}
-        held = await repository.get_leased(tokens)
+        await self._write(session, repository, await repository.get_leased(tokens), batch)
+
+    async def act_and_apply_batch(
+        self, session: AsyncSession, guards: Sequence[LeaseGuard]
+    ) -> None:
+        """``acts_in_apply``: the batch's rows still held read and locked with their
+        tenants in one statement, the orchestrator called for them (in this transaction),
+        then ``_write``. A row whose lease was lost, or that is gone, is left alone."""
+        assert isinstance(self.orchestrator, InDatabaseOrchestrator)
+        repository = ClusterRepository.from_session(session)
+        found = await repository.get_leased_with_tenants(
+            {guard.lease.row_id: guard.lease.token for guard in guards}
+        )
+        held = {cluster_id: cluster for cluster_id, (cluster, _) in found.items()}
+        working = [
+            (guard, self._work(*found[guard.lease.row_id]))
+            for guard in guards
+            if guard.lease.row_id in found
+        ]
+        if not working:
+            return
+        calls = [(snapshot.spec, snapshot.deleting) for _, snapshot in working]
+        outcomes = await self.orchestrator.act_many_in(session, calls)
+        steps = [
+            (guard, snapshot, outcome)
+            for (guard, snapshot), outcome in zip(working, outcomes, strict=True)
+        ]
+        await self._write(session, repository, held, steps)
+
+    async def _write(
+        self,
+        session: AsyncSession,
+        repository: ClusterRepository,
+        held: dict[int, Cluster],
+        batch: Sequence[tuple[LeaseGuard, ClusterWork, Observation]],
+    ) -> None:
+        """One time from the database's clock for all, every held row's status written
+        under its own lease in one statement per set of columns (``update_each``), and the
+        secrets of clusters that changed phase told once per tenant."""
         if not held:
             return  # every lease was lost: other workers own these clusters now
-        now = await batch[0][0].now()  # the database's clock: Running, haEnabledAt, history
+        # The database's clock (Running, haEnabledAt, history): the lease's time from it and
+        # this process's monotonic clock since, without a round trip to ask it again.
+        now = batch[0][0].lease.now()
         read_at = time.monotonic()  # when ``now`` was (this process's clock)
         told: dict[int, list[str]] = {}
         writes: list[tuple[GuardedWrite, Cluster, dict[str, Any], dict[str, Any]]] = []

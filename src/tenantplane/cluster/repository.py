@@ -3,7 +3,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import ColumnElement, Select, bindparam, func, insert, literal, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -14,6 +14,8 @@ from sqlalchemy.sql.schema import Table
 from tenantplane.cluster.models import Cluster, ClusterEvent, ClusterHistory
 from tenantplane.db.reads import ReadRow, Reads, as_stored
 from tenantplane.tenant.models import Plan, Tenant
+
+_Selected = TypeVar("_Selected", bound="Select[*tuple[Any, ...]]")
 
 
 @dataclass(frozen=True)
@@ -203,17 +205,25 @@ class ClusterRepository:
         """The rows a reconciler holds (cluster id → its lease token), locked, in one
         statement; a row whose lease was lost since is left out (reconciler side: no tenant
         scope). Locked in id order, so that two batches never wait on each other's rows."""
+        rows = await self.session.execute(self._leased(select(Cluster), tokens))
+        return {cluster.id: cluster for cluster in rows.scalars()}
+
+    async def get_leased_with_tenants(
+        self, tokens: dict[int, str]
+    ) -> dict[int, tuple[Cluster, Tenant | None]]:
+        """``get_leased`` with each cluster's tenant, in one statement (only the clusters'
+        rows are locked)."""
+        joined = select(Cluster, Tenant).outerjoin(Tenant, Tenant.id == Cluster.tenant_id)
+        rows = await self.session.execute(self._leased(joined, tokens))
+        return {cluster.id: (cluster, tenant) for cluster, tenant in rows}
+
+    def _leased(self, statement: _Selected, tokens: dict[int, str]) -> _Selected:
         statement = (
-            select(Cluster)
-            .where(tuple_(Cluster.id, Cluster.lock_token).in_(sorted(tokens.items())))
+            statement.where(tuple_(Cluster.id, Cluster.lock_token).in_(sorted(tokens.items())))
             .order_by(Cluster.id)
             .execution_options(populate_existing=True)
         )
-        if self._locks_rows:
-            statement = statement.with_for_update()
-        return {
-            cluster.id: cluster for cluster in (await self.session.execute(statement)).scalars()
-        }
+        return statement.with_for_update(of=Cluster) if self._locks_rows else statement
 
     async def get_with_tenants(
         self, cluster_ids: Sequence[int]

@@ -52,8 +52,12 @@ log = structlog.get_logger(__name__)
 #: hint then waits for others (``Reconciler.coalesce_seconds``).
 STREAM_SECONDS = 0.1
 
+#: How long to wait when the only ready rows are being leased by another process.
+_READY_ELSEWHERE_SECONDS = 0.01
+
 Snapshot = TypeVar("Snapshot")
 Outcome = TypeVar("Outcome")
+Sessions = Callable[[], contextlib.AbstractAsyncContextManager[AsyncSession]]
 
 
 class Reconciler(ABC, Generic[Snapshot, Outcome]):
@@ -74,6 +78,9 @@ class Reconciler(ABC, Generic[Snapshot, Outcome]):
     #: a read taken by an earlier one): on PostgreSQL both then run in autocommit
     #: (``Database.statements``), without the BEGIN and COMMIT round trips around them.
     single_statements: ClassVar[bool] = False
+    #: True when ``load`` (and ``load_batch``) reads in one statement: on PostgreSQL it then
+    #: runs in autocommit even if ``apply`` needs a transaction (a lone read needs none).
+    load_in_one_statement: ClassVar[bool] = False
     #: True when the rows of one lease fetch are worked as one batch: ``load_batch`` in one
     #: session, every ``act`` at once (one heartbeat renewing all their leases),
     #: ``apply_batch`` in one session. A failure of ``load_batch`` or ``apply_batch`` backs
@@ -88,6 +95,13 @@ class Reconciler(ABC, Generic[Snapshot, Outcome]):
     #: Bounds the delay a hint may add to a row's first step; a first row after a quiet
     #: spell is not delayed.
     coalesce_seconds: float = 0.0
+
+    #: True (with ``batched``) when a batch is loaded, acted on and applied in one
+    #: transaction (``act_and_apply_batch``) instead of ``load_batch``, ``act_batch`` with
+    #: no session open and ``apply_batch``: for an outside world that is in fact a few
+    #: statements on this same database (the cluster simulator), where a transaction of
+    #: its own per batch would be the larger part of a step's cost.
+    acts_in_apply: bool = False
 
     @abstractmethod
     async def load(self, session: AsyncSession, row_id: Any) -> Snapshot | None:
@@ -135,6 +149,13 @@ class Reconciler(ABC, Generic[Snapshot, Outcome]):
         under its own guard, as ``apply`` does."""
         for guard, snapshot, outcome in batch:
             await self.apply(session, guard, snapshot, outcome)
+
+    async def act_and_apply_batch(
+        self, session: AsyncSession, guards: Sequence[LeaseGuard]
+    ) -> None:
+        """Load every row of a batch still held, act for it and apply the outcome, in one
+        transaction (``acts_in_apply``); a failure backs off every row of the batch."""
+        raise NotImplementedError(f"{type(self).__name__} does not act in its apply")
 
 
 def process_identity() -> str:
@@ -190,6 +211,11 @@ class ReconcilerRunner:
             while not self._stopping.is_set():
                 wake.clear()
                 free = reconciler.concurrency - self._busy
+                if free <= 0:
+                    # Every slot is taken: nothing can be fetched, and no due time matters
+                    # before a row in hand finishes (which wakes us).
+                    await self._wait_for_slot(wake)
+                    continue
                 leases: list[Lease] = []
                 try:
                     leases = await self.fetcher.lease(
@@ -355,8 +381,11 @@ class ReconcilerRunner:
             timeout = min(timeout, due)
         if self._stopping.is_set():
             return False
-        # A floor keeps a row that another process is leasing right now from spinning us.
-        timeout = max(timeout, 0.01)
+        if timeout <= 0:
+            # A row is ready that the fetch did not take (another process is leasing it
+            # right now): a floor keeps it from spinning us. A row due later is waited for
+            # to the moment: a floor there would make every step of it late by up to that.
+            timeout = _READY_ELSEWHERE_SECONDS
         self._log.debug("waiting for work", seconds=round(timeout, 3))
         self._asleep_until = time.monotonic() + timeout
         self.idle.set()
@@ -373,11 +402,9 @@ class ReconcilerRunner:
 
     async def _step(self, lease: Lease) -> None:
         reconciler = self.reconciler
-        steps = (
-            self.database.statements if reconciler.single_statements else self.database.transaction
-        )
+        steps, loads = self._sessions()
         try:
-            async with steps() as session:
+            async with loads() as session:
                 snapshot = await reconciler.load(session, lease.row_id)
                 if snapshot is None:
                     await lease.guard(session).update(reconcile_at=None)
@@ -396,6 +423,13 @@ class ReconcilerRunner:
             self.metrics.failures.labels(reconciler.name).inc()
             self._log.exception("reconcile step failed", row_id=lease.row_id)
             await self._back_off(lease)
+
+    def _sessions(self) -> tuple[Sessions, Sessions]:
+        """The sessions a step's ``apply`` and its ``load`` run in."""
+        database, reconciler = self.database, self.reconciler
+        steps = database.statements if reconciler.single_statements else database.transaction
+        loads = database.statements if reconciler.load_in_one_statement else steps
+        return steps, loads
 
     @contextlib.asynccontextmanager
     async def _heartbeat(self, lease: Lease) -> AsyncIterator[asyncio.Event]:
@@ -437,11 +471,12 @@ class ReconcilerRunner:
     async def _step_batch(self, leases: list[Lease]) -> None:
         """``_step`` for the rows of one fetch together (``Reconciler.batched``)."""
         reconciler = self.reconciler
-        steps = (
-            self.database.statements if reconciler.single_statements else self.database.transaction
-        )
+        steps, loads = self._sessions()
+        if reconciler.acts_in_apply:
+            await self._act_and_apply(leases, steps)
+            return
         try:
-            async with steps() as session:
+            async with loads() as session:
                 snapshots = await reconciler.load_batch(session, [lease.row_id for lease in leases])
                 for lease in leases:
                     if snapshots.get(lease.row_id) is None:
@@ -489,6 +524,20 @@ class ReconcilerRunner:
             raise
         except Exception:
             await self._failed([lease for lease, _, _ in batch], "reconcile step failed")
+
+    async def _act_and_apply(self, leases: list[Lease], steps: Sessions) -> None:
+        """``_step_batch`` for a reconciler that ``acts_in_apply``: no heartbeat (the
+        transaction is a few statements long), no stale outcome (the reconciler reads, and
+        acts for, only the rows it finds still held, locked, in that transaction)."""
+        try:
+            async with steps() as session:
+                await self.reconciler.act_and_apply_batch(
+                    session, [lease.guard(session) for lease in leases]
+                )
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            await self._failed(leases, "reconcile step failed")
 
     async def _failed(
         self, leases: Sequence[Lease], event: str, error: BaseException | None = None

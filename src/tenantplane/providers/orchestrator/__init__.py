@@ -10,7 +10,10 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
 
 
 @dataclass(frozen=True)
@@ -86,3 +89,14 @@ class BatchOrchestrator(Orchestrator, Protocol):
         """``apply`` (``delete`` where the flag is set) for several clusters at once, one
         observation per call in order; an orchestrator that can do them together (the
         simulator: one transaction) declares it, the others are called one by one."""
+
+
+@runtime_checkable
+class InDatabaseOrchestrator(BatchOrchestrator, Protocol):
+    async def act_many_in(
+        self, session: AsyncSession, calls: Sequence[tuple[ClusterSpec, bool]]
+    ) -> list[Observation]:
+        """``act_many`` in the caller's transaction: an orchestrator that keeps its state in
+        tenantplane's own database (the simulator) is a few statements there, not a remote
+        call, so the reconciler makes them in the transaction that records what they
+        observed (one transaction per batch and look instead of two)."""

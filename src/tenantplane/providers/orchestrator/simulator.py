@@ -16,12 +16,13 @@ survives restarts of tenantplane. Sequences (docs/clusters.md):
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Literal
 
-from sqlalchemy import select
+from sqlalchemy import Insert, Table, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -71,23 +72,31 @@ class SimulatorOrchestrator:
         its state in the database, where one transaction per call was most of the cost of
         many clusters provisioning at once."""
         async with self.database.transaction() as session:
-            now = utcnow()
-            rows = await self._get_many(session, [spec.uid for spec, _ in calls])
-            new = {
-                spec.uid: spec for spec, deleting in calls if not deleting and spec.uid not in rows
-            }
-            if new:
-                rows.update(await self._provision(session, list(new.values()), now))
-            observations = []
-            for spec, deleting in calls:
-                row = rows.get(spec.uid)
-                if deleting:
-                    observations.append(self._delete(row, now))
-                elif row is not None and spec.uid in new:
-                    observations.append(self._observe(row, now))  # provisioned by this call
-                else:
-                    observations.append(await self._apply(session, spec, row, now))
-            return observations
+            return await self.act_many_in(session, calls)
+
+    async def act_many_in(
+        self, session: AsyncSession, calls: Sequence[tuple[ClusterSpec, bool]]
+    ) -> list[Observation]:
+        """``act_many`` in the caller's transaction (the cluster reconciler's apply): the
+        changes are committed, or rolled back, with what the caller records of them."""
+        now = utcnow()
+        rows = await self._get_many(session, [spec.uid for spec, _ in calls])
+        new = {spec.uid: spec for spec, deleting in calls if not deleting and spec.uid not in rows}
+        if new:
+            rows.update(await self._provision(session, list(new.values()), now))
+        observations = []
+        for spec, deleting in calls:
+            row = rows.get(spec.uid)
+            if deleting:
+                observations.append(self._delete(row, now))
+            elif row is not None and spec.uid in new:
+                observations.append(self._observe(row, now))  # provisioned by this call
+            else:
+                observations.append(await self._apply(session, spec, row, now))
+        # Written now: the caller's statements that follow may read them (and the
+        # session's autoflush would otherwise send them in the middle of the caller's work).
+        await session.flush()
+        return observations
 
     async def _apply(
         self, session: AsyncSession, spec: ClusterSpec, row: SimulatedCluster | None, now: datetime
@@ -187,16 +196,23 @@ class SimulatorOrchestrator:
         first's row at insert time and increments ``provision_count`` instead of failing, as
         a real host cluster would have received two creates.
         """
-        builder = sqlite_insert if self.database.is_sqlite else pg_insert
+        # One statement built once, executed for many rows (executemany): a VALUES list of
+        # the batch's size would be compiled, and parsed by the driver, anew for every size.
         await session.execute(
-            builder(SimulatedCluster)
-            .values([self._new_deployment(spec, now) for spec in specs])
-            .on_conflict_do_update(
-                index_elements=[SimulatedCluster.uid],
-                set_={"provision_count": SimulatedCluster.provision_count + 1},
-            )
+            self._provision_statement, [self._new_deployment(spec, now) for spec in specs]
         )
         return await self._get_many(session, [spec.uid for spec in specs])
+
+    @functools.cached_property
+    def _provision_statement(self) -> Insert:
+        # On the table, not the mapped class: the ORM's bulk INSERT would take every row's
+        # values through the mapper first.
+        table: Table = SimulatedCluster.__table__  # type: ignore[assignment]
+        builder = sqlite_insert if self.database.is_sqlite else pg_insert
+        return builder(table).on_conflict_do_update(
+            index_elements=[table.c.uid],
+            set_={"provision_count": table.c.provision_count + 1},
+        )
 
     def _new_deployment(self, spec: ClusterSpec, now: datetime) -> dict[str, object]:
         return dict(
