@@ -26,7 +26,7 @@ from tenantplane.db.engine import Database
 from tenantplane.http.body_limit import RequestBodyMiddleware
 from tenantplane.http.documents import EncodedDocuments
 from tenantplane.http.errors import error_responses, install_error_handlers
-from tenantplane.http.observability import HttpMetrics, ObservabilityMiddleware
+from tenantplane.http.observability import HttpMetrics, ObservabilityMiddleware, RouteTemplates
 from tenantplane.http.openapi import API_PREFIX, openapi_document, operation_id
 from tenantplane.http.ratelimit import RateLimiter, RateLimitMiddleware
 from tenantplane.http.ratelimit_store import StoreGuard
@@ -39,6 +39,7 @@ from tenantplane.providers.identity import build_token_verifier
 from tenantplane.reconcile.metrics import ReconcileMetrics, register_runtime_collectors
 from tenantplane.secret.routes import router as secret_router
 from tenantplane.tenant.routes import router as tenant_router
+from tenantplane.warmup import warm_up_app
 
 DESCRIPTION = (
     "Tenant-scoped platform API: clusters, secrets, alerting, members, API keys and billing. "
@@ -95,6 +96,7 @@ def create_app(
             closing.push_async_callback(database.dispose)
             app.state.database = database
             closing.push_async_callback(close_remote_clients, app)
+            warm_up_app(app)
             if settings.run_reconcilers:
                 from tenantplane.reconcilers import build_supervisor
 
@@ -138,6 +140,7 @@ def create_app(
     app.state.rate_limiter = RateLimiter(settings, rate_limit_prefix)
     app.state.rate_limit_guard = StoreGuard(settings, app.state.metrics_registry)
     app.state.security_headers = security_headers(settings)
+    app.state.route_templates = RouteTemplates()
 
     install_error_handlers(app)
     app.openapi = lambda: openapi_document(app)  # type: ignore[method-assign]
@@ -155,7 +158,11 @@ def create_app(
     )
     app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.trusted_proxies)
     app.add_middleware(RequestBodyMiddleware, max_bytes=settings.max_body_bytes)
-    app.add_middleware(ObservabilityMiddleware, metrics=HttpMetrics(app.state.metrics_registry))
+    app.add_middleware(
+        ObservabilityMiddleware,
+        metrics=HttpMetrics(app.state.metrics_registry),
+        templates=app.state.route_templates,
+    )
     app.add_middleware(RequestIdMiddleware)
     app.add_middleware(SecurityHeadersMiddleware, headers=app.state.security_headers)
     return app

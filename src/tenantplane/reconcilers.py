@@ -21,6 +21,7 @@ from tenantplane.reconcile.metrics import ReconcileMetrics
 from tenantplane.reconcile.registry import ReconcilerFactory
 from tenantplane.reconcile.runner import Supervisor
 from tenantplane.secret.reconciler import build_secret_reconciler
+from tenantplane.warmup import configure_models
 
 FACTORIES: tuple[ReconcilerFactory, ...] = (
     build_cluster_reconciler,
@@ -40,4 +41,7 @@ def build_supervisor(
 ) -> Supervisor:
     """``shared``: clients the process already holds (the API's alerting backend under
     ``"alerting"``), so that the in-process reconcilers reuse their connections."""
-    return registry.build_supervisor(settings, database, FACTORIES, metrics, shared)
+    supervisor = registry.build_supervisor(settings, database, FACTORIES, metrics, shared)
+    # After the build: it imports the models of the providers it chose (the simulator's).
+    configure_models()
+    return supervisor

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Histogram
+from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tenantplane.http.asgi import StatusRecorder
@@ -50,22 +51,26 @@ class RouteTemplates:
     def __init__(self) -> None:
         self._templates: dict[tuple[Callable[..., Any], str], str] | None = None
 
+    def build(self, routes: Sequence[BaseRoute]) -> dict[tuple[Callable[..., Any], str], str]:
+        """The index, made now if it is not yet (at startup: tenantplane.warmup)."""
+        if self._templates is None:
+            self._templates = templates_by_endpoint(routes)
+        return self._templates
+
     def of(self, scope: Scope) -> str:
         endpoint, route = scope.get("endpoint"), scope.get("route")
         if endpoint is None or route is None:
             # Unmatched paths share one label: raw paths would let any client grow the series.
             return str(getattr(route, "path", "<unmatched>"))
-        if self._templates is None:
-            self._templates = templates_by_endpoint(scope["app"].routes)
-        template = self._templates.get((endpoint, scope["method"]))
+        template = self.build(scope["app"].routes).get((endpoint, scope["method"]))
         return template or str(getattr(route, "path", "<unmatched>"))
 
 
 class ObservabilityMiddleware:
-    def __init__(self, app: ASGIApp, metrics: HttpMetrics) -> None:
+    def __init__(self, app: ASGIApp, metrics: HttpMetrics, templates: RouteTemplates) -> None:
         self.app = app
         self.metrics = metrics
-        self.templates = RouteTemplates()
+        self.templates = templates
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
