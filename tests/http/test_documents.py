@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, NamedTuple
 
 import httpx
 import orjson
+import pytest
 from fastapi import FastAPI
 
 from tenantplane.cluster.models import ClusterPhase
@@ -87,3 +89,75 @@ async def test_a_resource_changed_between_its_listing_and_its_read_is_answered_n
     assert len(documents) == 1
     await documents.listing("cluster", listed_v2, read)
     assert reads == [[7], [7]]  # the third listing was answered from the kept document
+
+
+async def test_concurrent_polls_of_a_cold_list_read_its_documents_once(
+    app: FastAPI, client: httpx.AsyncClient, factory: Factory
+) -> None:
+    """A burst of polls after a start (or of a list nobody read yet) does not each read and
+    encode the whole list: the first reads it, the others wait for its documents."""
+    tenant = await factory.tenant()
+    for index in range(20):
+        await factory.cluster_row(tenant.id, f"c-{index:02d}")
+    path, headers = f"{tenant.path}/clusters", bearer(tenant.readonly_key)
+
+    with plain_reads_of(app, "clusters") as statements:
+        answers = await asyncio.gather(*(client.get(path, headers=headers) for _ in range(8)))
+    assert {answer.content for answer in answers} == {answers[0].content}
+    assert len(phases(answers[0])) == 20
+    # Eight listings of the versions, one read of the clusters in full.
+    assert len(statements) == 9
+
+
+async def test_polls_waiting_on_a_failed_read_read_for_themselves() -> None:
+    documents = EncodedDocuments()
+    listed = [Listed(7, 1, "web", "2026-11-24 04:00:00")]
+    first_read_started = asyncio.Event()
+    release_first = asyncio.Event()
+    reads = 0
+
+    async def read(ids: list[int]) -> list[tuple[Any, dict[str, Any]]]:
+        nonlocal reads
+        reads += 1
+        if reads == 1:
+            first_read_started.set()
+            await release_first.wait()
+            raise ConnectionError("the database went away")
+        return [(listed[0], {"name": "web"})]
+
+    first = asyncio.create_task(documents.listing("cluster", listed, read))
+    await first_read_started.wait()
+    waiting = asyncio.create_task(documents.listing("cluster", listed, read))
+    await asyncio.sleep(0)
+    release_first.set()
+    with pytest.raises(ConnectionError):
+        await first
+    # The waiter is not failed by another request's error: it read the document itself.
+    assert orjson.loads(orjson.dumps(await waiting)) == [{"name": "web"}]
+    assert reads == 2
+    assert len(documents) == 1
+
+
+async def test_a_cancelled_read_leaves_its_waiters_to_read_for_themselves() -> None:
+    documents = EncodedDocuments()
+    listed = [Listed(7, 1, "web", "2026-11-24 04:00:00")]
+    first_read_started = asyncio.Event()
+    reads = 0
+
+    async def read(ids: list[int]) -> list[tuple[Any, dict[str, Any]]]:
+        nonlocal reads
+        reads += 1
+        if reads == 1:
+            first_read_started.set()
+            await asyncio.Event().wait()  # until cancelled (the client went away)
+        return [(listed[0], {"name": "web"})]
+
+    first = asyncio.create_task(documents.listing("cluster", listed, read))
+    await first_read_started.wait()
+    waiting = asyncio.create_task(documents.listing("cluster", listed, read))
+    await asyncio.sleep(0)
+    first.cancel()
+    assert orjson.loads(orjson.dumps(await waiting)) == [{"name": "web"}]
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    assert reads == 2

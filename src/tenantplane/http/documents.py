@@ -13,12 +13,17 @@ row id reused after a deletion can never bring back another resource's document.
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
 from typing import Any
 
 import orjson
 from starlette.responses import JSONResponse
+
+# Reads the rows of these ids in full: each row (with .id and .resource_version) and its
+# document.
+Reader = Callable[[list[int]], Awaitable[Iterable[tuple[Any, dict[str, Any]]]]]
 
 # About 1-2 KB each: at most a few tens of MB per process.
 DEFAULT_MAX_DOCUMENTS = 50_000
@@ -39,6 +44,8 @@ class EncodedDocuments:
     def __init__(self, max_documents: int = DEFAULT_MAX_DOCUMENTS) -> None:
         self.max_documents = max_documents
         self._documents: OrderedDict[Hashable, orjson.Fragment] = OrderedDict()
+        # Documents being read by a listing now, for the listings that want them meanwhile.
+        self._filling: dict[Hashable, asyncio.Future[orjson.Fragment | None]] = {}
 
     def get(self, key: Hashable) -> orjson.Fragment | None:
         document = self._documents.get(key)
@@ -61,22 +68,62 @@ class EncodedDocuments:
         self,
         kind: str,
         listed: Sequence[Any],
-        read: Callable[[list[int]], Awaitable[Iterable[tuple[Any, dict[str, Any]]]]],
+        read: Reader,
     ) -> list[orjson.Fragment]:
         """The documents of the ``listed`` rows (id, resource_version, name, created_at), in
         their order: the kept ones as they are, the others from ``read(ids)`` (each row
-        with its document), kept from then on."""
+        with its document), kept from then on.
+
+        A document another listing is reading now is waited for, not read again: a burst
+        of polls of a list nobody has read yet (after a start) would otherwise each read
+        and encode all of it, 64 concurrent polls of 120 invoices taking ~1 s of CPU before
+        the first answer (bench/RESULTS.md, round 9)."""
         keys = {row[0]: (kind, *row) for row in listed}
         kept = {row_id: self.get(key) for row_id, key in keys.items()}
         missing = [row_id for row_id, document in kept.items() if document is None]
         if missing:
-            for row, document in await read(missing):
-                key = keys[row.id]
-                if row.resource_version == key[2]:
-                    kept[row.id] = self.put(key, document)
-                else:
-                    # Changed since it was listed: the newer document is answered, and kept
-                    # once a listing sees its version.
-                    kept[row.id] = orjson.Fragment(orjson.dumps(document))
+            others = {i: self._filling[keys[i]] for i in missing if keys[i] in self._filling}
+            mine = [row_id for row_id in missing if row_id not in others]
+            if mine:
+                kept.update(await self._fill(keys, mine, read))
+            for row_id, filled in others.items():
+                kept[row_id] = await asyncio.shield(filled)
+            # What the other listing did not bring (it failed, was cancelled, or found the
+            # row gone): read here.
+            again = [row_id for row_id in others if kept[row_id] is None]
+            if again:
+                kept.update(await self._read(keys, again, read))
         # Deleted since it was listed: left out.
         return [document for document in kept.values() if document is not None]
+
+    async def _fill(
+        self, keys: dict[int, tuple[Any, ...]], ids: list[int], read: Reader
+    ) -> dict[int, orjson.Fragment | None]:
+        """``_read``, announced to concurrent listings while it runs; they get each
+        document, or None when this read did not bring it."""
+        loop = asyncio.get_running_loop()
+        filling = {row_id: loop.create_future() for row_id in ids}
+        for row_id, future in filling.items():
+            self._filling[keys[row_id]] = future
+        found: dict[int, orjson.Fragment | None] = {}
+        try:
+            found = await self._read(keys, ids, read)
+        finally:
+            for row_id, future in filling.items():
+                del self._filling[keys[row_id]]
+                future.set_result(found.get(row_id))
+        return found
+
+    async def _read(
+        self, keys: dict[int, tuple[Any, ...]], ids: list[int], read: Reader
+    ) -> dict[int, orjson.Fragment | None]:
+        found: dict[int, orjson.Fragment | None] = {}
+        for row, document in await read(ids):
+            key = keys[row.id]
+            if row.resource_version == key[2]:
+                found[row.id] = self.put(key, document)
+            else:
+                # Changed since it was listed: the newer document is answered, and kept
+                # once a listing sees its version.
+                found[row.id] = orjson.Fragment(orjson.dumps(document))
+        return found
