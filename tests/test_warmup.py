@@ -48,6 +48,7 @@ async def main() -> None:
                 (await client.get(clusters + "/first")).status_code,
                 (await client.get(clusters)).status_code,
                 (await client.get(config["path"] + "/secrets/none")).status_code,
+                (await client.get("/plans")).status_code,
             ]
     print(json.dumps({
         "statuses": statuses,
@@ -106,10 +107,16 @@ async def test_first_requests_import_configure_and_read_nothing(
 ) -> None:
     tenant = await factory.tenant()
     # The reconcilers' own first looks would import and read in the background.
-    settings = {**_settings(database_url, tmp_path), "run_reconcilers": False}
+    settings = {
+        **_settings(database_url, tmp_path),
+        "run_reconcilers": False,
+        # Its SDK is imported by whoever builds the payment provider first.
+        "billing_provider": "paddle",
+        "paddle_api_key": "pdl_test_key",
+    }
     config = {"settings": settings, "key": tenant.admin_key, "path": tenant.path}
     outcome = _run_fresh(FIRST_REQUESTS, config)
-    assert outcome["statuses"] == [201, 200, 200, 404]
+    assert outcome["statuses"] == [201, 200, 200, 404, 200]
     assert outcome["imported"] == []
     assert outcome["mappers_configured"] == 0
     assert outcome["plans_read"] == 0

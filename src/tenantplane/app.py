@@ -76,7 +76,7 @@ async def close_remote_clients(app: FastAPI) -> None:
     await app.state.alerting_backend.aclose()
     if app.state.token_verifier is not None:
         await app.state.token_verifier.aclose()
-    # Built on the first billing request (billing.routes.billing_context), if there was one.
+    # Set by the lifespan (billing.routes.billing_context builds it for an app without one).
     billing: BillingContext | None = getattr(app.state, "billing", None)
     if billing is not None:
         await billing.provider.aclose()
@@ -95,6 +95,9 @@ def create_app(
             database = Database.from_settings(settings)
             closing.push_async_callback(database.dispose)
             app.state.database = database
+            # Built before the first billing request, which would otherwise pay for it
+            # (the payment provider's SDK imported, the price list read).
+            app.state.billing = BillingContext.from_settings(settings)
             closing.push_async_callback(close_remote_clients, app)
             warm_up_app(app)
             if settings.run_reconcilers:
