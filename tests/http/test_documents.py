@@ -109,11 +109,13 @@ async def test_concurrent_polls_of_a_cold_list_read_its_documents_once(
     assert len(statements) == 9
 
 
-async def test_polls_waiting_on_a_failed_read_read_for_themselves() -> None:
+@pytest.mark.parametrize("leader_ends", ["fails", "is cancelled"])
+async def test_polls_waiting_on_a_read_that_did_not_end_well_read_for_themselves(
+    leader_ends: str,
+) -> None:
     documents = EncodedDocuments()
     listed = [Listed(7, 1, "web", "2026-11-24 04:00:00")]
-    first_read_started = asyncio.Event()
-    release_first = asyncio.Event()
+    first_read_started, release_first = asyncio.Event(), asyncio.Event()
     reads = 0
 
     async def read(ids: list[int]) -> list[tuple[Any, dict[str, Any]]]:
@@ -121,7 +123,7 @@ async def test_polls_waiting_on_a_failed_read_read_for_themselves() -> None:
         reads += 1
         if reads == 1:
             first_read_started.set()
-            await release_first.wait()
+            await release_first.wait()  # or cancelled here (the client went away)
             raise ConnectionError("the database went away")
         return [(listed[0], {"name": "web"})]
 
@@ -129,35 +131,13 @@ async def test_polls_waiting_on_a_failed_read_read_for_themselves() -> None:
     await first_read_started.wait()
     waiting = asyncio.create_task(documents.listing("cluster", listed, read))
     await asyncio.sleep(0)
-    release_first.set()
-    with pytest.raises(ConnectionError):
-        await first
-    # The waiter is not failed by another request's error: it read the document itself.
+    if leader_ends == "fails":
+        release_first.set()
+    else:
+        first.cancel()
+    # Another request's end is not the waiter's: it read the document itself.
     assert orjson.loads(orjson.dumps(await waiting)) == [{"name": "web"}]
+    with pytest.raises(ConnectionError if leader_ends == "fails" else asyncio.CancelledError):
+        await first
     assert reads == 2
     assert len(documents) == 1
-
-
-async def test_a_cancelled_read_leaves_its_waiters_to_read_for_themselves() -> None:
-    documents = EncodedDocuments()
-    listed = [Listed(7, 1, "web", "2026-11-24 04:00:00")]
-    first_read_started = asyncio.Event()
-    reads = 0
-
-    async def read(ids: list[int]) -> list[tuple[Any, dict[str, Any]]]:
-        nonlocal reads
-        reads += 1
-        if reads == 1:
-            first_read_started.set()
-            await asyncio.Event().wait()  # until cancelled (the client went away)
-        return [(listed[0], {"name": "web"})]
-
-    first = asyncio.create_task(documents.listing("cluster", listed, read))
-    await first_read_started.wait()
-    waiting = asyncio.create_task(documents.listing("cluster", listed, read))
-    await asyncio.sleep(0)
-    first.cancel()
-    assert orjson.loads(orjson.dumps(await waiting)) == [{"name": "web"}]
-    with pytest.raises(asyncio.CancelledError):
-        await first
-    assert reads == 2
