@@ -76,7 +76,8 @@ async def close_remote_clients(app: FastAPI) -> None:
     await app.state.alerting_backend.aclose()
     if app.state.token_verifier is not None:
         await app.state.token_verifier.aclose()
-    # Set by the lifespan with a payment provider, else by the first billing request.
+    # Set at startup with a payment provider (tenantplane.warmup), else by the first
+    # billing request.
     billing: BillingContext | None = getattr(app.state, "billing", None)
     if billing is not None:
         await billing.provider.aclose()
@@ -95,12 +96,6 @@ def create_app(
             database = Database.from_settings(settings)
             closing.push_async_callback(database.dispose)
             app.state.database = database
-            if settings.billing_provider != "none":
-                # Built before the first billing request, which would otherwise import the
-                # provider's SDK; a plans file without prices, which billing needs, fails
-                # the start. Without a provider it stays lazy (cheap), and such a file
-                # serves the plan limits alone.
-                app.state.billing = BillingContext.from_settings(settings)
             closing.push_async_callback(close_remote_clients, app)
             warm_up_app(app)
             if settings.run_reconcilers:

@@ -13,6 +13,7 @@ import anyio
 from fastapi import FastAPI
 from sqlalchemy.orm import configure_mappers
 
+from tenantplane.billing.context import BillingContext
 from tenantplane.catalogue.plans import load_plans
 from tenantplane.catalogue.versions import load_versions
 from tenantplane.config import Settings
@@ -32,6 +33,11 @@ def warm_up_app(app: FastAPI) -> None:
     # Read once and kept; a broken file now fails the start, not the first create.
     load_plans(settings.plans_file)
     load_versions(settings.versions_file)
+    if settings.billing_provider != "none":
+        # The first billing request would import the provider's SDK; a plans file without
+        # the prices billing needs fails the start. Without a provider the context stays
+        # lazy (cheap), and such a file serves the plan limits alone.
+        app.state.billing = BillingContext.from_settings(settings)
     # The index of route templates (metric labels) is made from the framework's effective
     # routes, which it derives and caches per included router on the first request's match:
     # building the index now does both.
