@@ -276,3 +276,64 @@ async def _make_due(database: Database, name: str, ids: list[int]) -> None:
 async def _done(database: Database, ids: list[int]) -> bool:
     rows = await _rows(database)
     return all(rows[row_id][0] == 1 for row_id in ids)
+
+
+class InDatabaseBatches(BatchedReconciler):
+    """Acts in its apply (``acts_in_apply``); the first batch waits for ``release`` before
+    its first statement (no lock held meanwhile). Records each batch's rows and how many
+    batches ran at once."""
+
+    acts_in_apply = True
+
+    def __init__(self, concurrency: int) -> None:
+        super().__init__(concurrency)
+        self.release = asyncio.Event()
+        self.worked: list[list[int]] = []
+        self.in_flight = 0
+        self.most_in_flight = 0
+
+    async def act_and_apply_batch(self, session: AsyncSession, guards: Any) -> None:
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            self.worked.append(sorted(guard.lease.row_id for guard in guards))
+            if len(self.worked) == 1:
+                await self.release.wait()
+            writes = [
+                GuardedWrite(guard.lease, {"observed_generation": 1, "reconcile_at": None})
+                for guard in guards
+            ]
+            await update_each(session, writes)
+        finally:
+            self.in_flight -= 1
+
+
+async def test_a_reconciler_acting_in_its_apply_works_one_batch_at_a_time(
+    database: Database, factory: Factory
+) -> None:
+    """Rows due while its batch runs are neither fetched nor worked beside it: the next
+    batch takes them all together once it is done."""
+    tenant = await factory.tenant()
+    reconciler = InDatabaseBatches(concurrency=16)
+    runner = ReconcilerRunner(database, reconciler, idle_poll_seconds=3600)
+    [first] = await add_rows(database, tenant.id, 1, due=False, prefix="alone")
+    later = await add_rows(database, tenant.id, 3, due=False, prefix="meanwhile")
+    task = asyncio.create_task(runner.run())
+    try:
+        await asyncio.wait_for(runner.idle.wait(), 60)
+        await _make_due(database, reconciler.name, [first])
+        await wait_until(lambda: _true(len(reconciler.worked) == 1), "the first batch")
+        # Due, each with its hint, while the first batch runs; a second batch beside it
+        # would start within this pause.
+        for row_id in later:
+            await _make_due(database, reconciler.name, [row_id])
+        await asyncio.sleep(0.5)
+        assert reconciler.worked == [[first]]
+        reconciler.release.set()
+        await wait_until(lambda: _done(database, [first, *later]), "every row")
+    finally:
+        reconciler.release.set()
+        runner.stop()
+        await task
+    assert reconciler.worked == [[first], sorted(later)]
+    assert reconciler.most_in_flight == 1
