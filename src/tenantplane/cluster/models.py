@@ -131,19 +131,30 @@ class ClusterHistory(Base):
     def snapshot(
         cls, cluster: Cluster, event: ClusterEvent, at: datetime, phase: str | None = None
     ) -> ClusterHistory:
-        return cls(
-            at=at,
-            tenant_id=cluster.tenant_id,
-            cluster_id=cluster.id,
-            cluster_uid=cluster.uid,
-            cluster_name=cluster.name,
-            event=event.value,
-            phase=phase or cluster.phase,
-            version=cluster.version,
-            kubernetes_version=cluster.kubernetes_version,
-            high_availability=cluster.high_availability,
-            ha_enabled_at=cluster.ha_enabled_at,
-            cpu_millicores=cluster.cpu_millicores,
-            memory_bytes=cluster.memory_bytes,
-            storage_bytes=cluster.storage_bytes,
+        return cls(**cls.values(cluster, event, at, phase=phase or cluster.phase))
+
+    @staticmethod
+    def values(
+        cluster: Cluster, event: ClusterEvent, at: datetime, **changed: Any
+    ) -> dict[str, Any]:
+        """The columns of a snapshot of ``cluster`` (with the values ``changed`` that its
+        row does not hold yet), for an INSERT without ORM objects (``record_all``)."""
+        return (
+            dict(
+                at=at,
+                tenant_id=cluster.tenant_id,
+                cluster_id=cluster.id,
+                cluster_uid=cluster.uid,
+                cluster_name=cluster.name,
+                event=event.value,
+                phase=cluster.phase,
+                version=cluster.version,
+                kubernetes_version=cluster.kubernetes_version,
+                high_availability=cluster.high_availability,
+                ha_enabled_at=cluster.ha_enabled_at,
+                cpu_millicores=cluster.cpu_millicores,
+                memory_bytes=cluster.memory_bytes,
+                storage_bytes=cluster.storage_bytes,
+            )
+            | changed
         )

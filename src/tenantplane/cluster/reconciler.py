@@ -197,6 +197,7 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
         now = batch[0][0].lease.now()
         read_at = time.monotonic()  # when ``now`` was (this process's clock)
         told: dict[int, list[str]] = {}
+        history: list[dict[str, Any]] = []
         writes: list[tuple[GuardedWrite, Cluster, dict[str, Any], dict[str, Any]]] = []
         for guard, snapshot, outcome in batch:
             cluster = held.get(snapshot.cluster_id)
@@ -204,8 +205,8 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
                 continue
             if snapshot.deleting and outcome.stage == Stage.gone:
                 if await guard.delete():
-                    repository.record(
-                        ClusterHistory.snapshot(
+                    history.append(
+                        ClusterHistory.values(
                             cluster, ClusterEvent.deleted, now, phase=ClusterPhase.deleted.value
                         )
                     )
@@ -216,9 +217,10 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
         for write, cluster, changes, status in writes:
             if write.lease.row_id not in written:
                 continue
-            self._record(repository, cluster, changes, status, now)
+            history.extend(_history(cluster, changes, status, now))
             if "phase" in changes:
                 told.setdefault(cluster.tenant_id, []).append(cluster.name)
+        await repository.record_all(history)
         for tenant_id, names in told.items():
             # Secrets syncing into these clusters wait for Running (or their deletion).
             await clusters_changed(session, tenant_id, names)
@@ -255,27 +257,28 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
             values["resource_version"] = cluster.resource_version + 1
         return GuardedWrite(guard.lease, values), cluster, changes, status
 
-    def _record(
-        self,
-        repository: ClusterRepository,
-        cluster: Cluster,
-        changes: dict[str, Any],
-        status: dict[str, Any],
-        now: Any,
-    ) -> None:
-        # The ORM object still holds the old values; history rows carry the new ones.
-        if "phase" in changes:
-            entry = ClusterHistory.snapshot(cluster, ClusterEvent.phase_changed, now)
-            entry.phase = status["phase"]
-            entry.kubernetes_version = status["kubernetes_version"]
-            entry.ha_enabled_at = status["ha_enabled_at"]
-            repository.record(entry)
-        if "ha_configured" in changes and status["ha_configured"]:
-            entry = ClusterHistory.snapshot(cluster, ClusterEvent.ha_configured, now)
-            entry.phase = status["phase"]
-            entry.kubernetes_version = status["kubernetes_version"]
-            entry.ha_enabled_at = status["ha_enabled_at"]
-            repository.record(entry)
+
+def _history(
+    cluster: Cluster, changes: dict[str, Any], status: dict[str, Any], now: datetime
+) -> list[dict[str, Any]]:
+    """The history rows a status write adds: a phase change, HA becoming configured. The
+    ORM object still holds the old values; the rows carry the new ones."""
+    events = []
+    if "phase" in changes:
+        events.append(ClusterEvent.phase_changed)
+    if "ha_configured" in changes and status["ha_configured"]:
+        events.append(ClusterEvent.ha_configured)
+    return [
+        ClusterHistory.values(
+            cluster,
+            event,
+            now,
+            phase=status["phase"],
+            kubernetes_version=status["kubernetes_version"],
+            ha_enabled_at=status["ha_enabled_at"],
+        )
+        for event in events
+    ]
 
 
 def build_orchestrator(context: ReconcileContext) -> Orchestrator:
