@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
@@ -213,7 +213,7 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
                     told.setdefault(cluster.tenant_id, []).append(cluster.name)
                 continue
             writes.append(self._status_write(guard, cluster, snapshot, outcome, now, read_at))
-        written = await update_each(session, [write for write, _, _, _ in writes])
+        written = await update_each(session, _same_columns(writes))
         for write, cluster, changes, status in writes:
             if write.lease.row_id not in written:
                 continue
@@ -256,6 +256,21 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
         if changes:
             values["resource_version"] = cluster.resource_version + 1
         return GuardedWrite(guard.lease, values), cluster, changes, status
+
+
+def _same_columns(
+    writes: Sequence[tuple[GuardedWrite, Cluster, dict[str, Any], dict[str, Any]]],
+) -> list[GuardedWrite]:
+    """The writes of a batch, each naming every column any of them sets (the others at the
+    row's current value, read under its lock in this transaction): ``update_each`` sends
+    one statement per set of columns, and the rows of one batch change different ones."""
+    columns = {name: None for write, _, _, _ in writes for name in write.values}
+    return [
+        replace(
+            write, values={name: write.values.get(name, getattr(cluster, name)) for name in columns}
+        )
+        for write, cluster, _, _ in writes
+    ]
 
 
 def _history(

@@ -26,6 +26,7 @@ from sqlalchemy import Insert, Table, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm.attributes import flag_modified
 
 from tenantplane.db.base import utcnow
 from tenantplane.db.engine import Database
@@ -37,6 +38,24 @@ Component = Literal["control-plane", "etcd"]
 _DELETED = "deleted"
 # Steps applied in one call at most: bounds the work after a long outage.
 _MAX_STEPS_PER_CALL = 64
+# The columns a call may change (``act_many_in`` writes them all for a changed row).
+_MUTABLE = (
+    "stage",
+    "step",
+    "last_step_at",
+    "version",
+    "target_version",
+    "patch",
+    "cpu",
+    "memory",
+    "storage",
+    "control_plane_up",
+    "etcd_up",
+    "control_plane_failed",
+    "etcd_failed",
+    "upgrade_count",
+    "delete_count",
+)
 
 
 def replicas_desired(high_availability: bool) -> int:
@@ -93,6 +112,13 @@ class SimulatorOrchestrator:
                 observations.append(self._observe(row, now))  # provisioned by this call
             else:
                 observations.append(await self._apply(session, spec, row, now))
+        # Every changed deployment with the same columns: the flush groups UPDATEs by the
+        # columns they set, and the calls of one batch change different ones (a step, a
+        # settled look, a deletion): one statement for them all instead of one per set.
+        for row in rows.values():
+            if row in session.dirty:
+                for name in _MUTABLE:
+                    flag_modified(row, name)
         # Written now: the caller's statements that follow may read them (and the
         # session's autoflush would otherwise send them in the middle of the caller's work).
         await session.flush()
