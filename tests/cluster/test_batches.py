@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tenantplane.catalogue.versions import load_versions
 from tenantplane.cluster.models import Cluster, ClusterPhase
 from tenantplane.cluster.reconciler import ClusterReconciler, ClusterWork
+from tenantplane.db.base import utcnow
 from tenantplane.db.engine import Database
 from tenantplane.providers.orchestrator import ClusterSpec, Observation, Orchestrator
 from tenantplane.providers.orchestrator.simulator import SimulatorOrchestrator
@@ -241,3 +242,54 @@ async def test_an_orchestrator_of_many_calls_elsewhere_is_called_with_no_session
     assert set((await phases(database, ids)).values()) == {ClusterPhase.provisioning.value}
     # The fetch, the load, the orchestrator's own transaction, the apply, the last fetch.
     assert len(taken) == 5
+
+
+async def test_a_batch_of_different_changes_writes_each_table_in_one_statement(
+    database: Database, factory: Factory
+) -> None:
+    """A deletion, a spec change and a simulated step in one batch change different
+    columns of the deployments and of the statuses: each table is still written once."""
+    deleted, resized, stepped = ids = await factory.due_clusters(3)
+    simulator = SimulatorOrchestrator(database, step_seconds=3600)
+    runner = ReconcilerRunner(database, reconciler_of(simulator), idle_poll_seconds=3600)
+    assert await runner.run_once() == 3  # provisioned: etcd starting, next step in an hour
+    now = utcnow()
+    async with database.transaction() as session:
+        await session.execute(
+            update(Cluster)
+            .where(Cluster.id == deleted)
+            .values(deletion_requested_at=now, reconcile_at=now)
+        )
+        await session.execute(
+            update(Cluster)
+            .where(Cluster.id == resized)
+            .values(cpu="2", generation=Cluster.generation + 1, reconcile_at=now)
+        )
+        await session.execute(update(Cluster).where(Cluster.id == stepped).values(reconcile_at=now))
+        uid = (await session.execute(select(Cluster.uid).where(Cluster.id == stepped))).scalar()
+        await session.execute(
+            update(SimulatedCluster)
+            .where(SimulatedCluster.uid == uid)
+            .values(last_step_at=now - timedelta(hours=1))
+        )
+    with statements_sent(database.engine) as sent:
+        assert await runner.run_once() == 3
+    deployment_writes = [s for s in sent if s.startswith("UPDATE SIMULATOR_CLUSTERS")]
+    assert len(deployment_writes) == 1, deployment_writes
+    if not database.is_sqlite:
+        status_writes = [s for s in sent if s.startswith("UPDATE CLUSTERS AS T")]
+        assert len(status_writes) == 1, status_writes
+    async with database.transaction() as session:
+        deployments = {
+            row.uid: row for row in (await session.execute(select(SimulatedCluster))).scalars()
+        }
+        clusters = {
+            row.id: row
+            for row in (await session.execute(select(Cluster).where(Cluster.id.in_(ids)))).scalars()
+        }
+    assert deployments[clusters[deleted].uid].stage == "deleting"
+    assert deployments[clusters[resized].uid].cpu == "2"
+    assert deployments[clusters[stepped].uid].etcd_up == 1
+    assert clusters[deleted].phase == ClusterPhase.terminating.value
+    assert clusters[resized].observed_generation == clusters[resized].generation
+    assert clusters[stepped].phase == ClusterPhase.provisioning.value

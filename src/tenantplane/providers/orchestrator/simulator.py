@@ -116,7 +116,7 @@ class SimulatorOrchestrator:
         # columns they set, and the calls of one batch change different ones (a step, a
         # settled look, a deletion): one statement for them all instead of one per set.
         for row in rows.values():
-            if row in session.dirty:
+            if session.is_modified(row):
                 for name in _MUTABLE:
                     flag_modified(row, name)
         # Written now: the caller's statements that follow may read them (and the
