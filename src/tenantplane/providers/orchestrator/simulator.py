@@ -20,13 +20,14 @@ import functools
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 
-from sqlalchemy import Insert, Table, select
+from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import flag_modified
+from sqlalchemy.sql.dml import ReturningInsert
 
 from tenantplane.db.base import utcnow
 from tenantplane.db.engine import Database
@@ -214,7 +215,7 @@ class SimulatorOrchestrator:
     async def _provision(
         self, session: AsyncSession, specs: Sequence[ClusterSpec], now: datetime
     ) -> dict[str, SimulatedCluster]:
-        """Create the deployments (one INSERT, one read of them), counting every
+        """Create the deployments in one INSERT that returns them, counting every
         provisioning call received.
 
         A call that finds no deployment provisions one. Two such calls for one cluster (two
@@ -222,22 +223,24 @@ class SimulatorOrchestrator:
         first's row at insert time and increments ``provision_count`` instead of failing, as
         a real host cluster would have received two creates.
         """
-        # One statement built once, executed for many rows (executemany): a VALUES list of
-        # the batch's size would be compiled, and parsed by the driver, anew for every size.
-        await session.execute(
-            self._provision_statement, [self._new_deployment(spec, now) for spec in specs]
+        # In one order (by uid), as ``_get_many`` locks: two batches never wait on each
+        # other's rows. The rows come back locked (inserted, or updated on conflict).
+        values = sorted((self._new_deployment(spec, now) for spec in specs), key=_uid)
+        rows = await session.scalars(
+            self._provision_statement, values, execution_options={"populate_existing": True}
         )
-        return await self._get_many(session, [spec.uid for spec in specs])
+        return {row.uid: row for row in rows}
 
     @functools.cached_property
-    def _provision_statement(self) -> Insert:
-        # On the table, not the mapped class: the ORM's bulk INSERT would take every row's
-        # values through the mapper first.
-        table: Table = SimulatedCluster.__table__  # type: ignore[assignment]
+    def _provision_statement(self) -> ReturningInsert[Any]:
         builder = sqlite_insert if self.database.is_sqlite else pg_insert
-        return builder(table).on_conflict_do_update(
-            index_elements=[table.c.uid],
-            set_={"provision_count": table.c.provision_count + 1},
+        return (
+            builder(SimulatedCluster)
+            .on_conflict_do_update(
+                index_elements=[SimulatedCluster.uid],
+                set_={"provision_count": SimulatedCluster.provision_count + 1},
+            )
+            .returning(SimulatedCluster)
         )
 
     def _new_deployment(self, spec: ClusterSpec, now: datetime) -> dict[str, object]:
@@ -284,6 +287,10 @@ class SimulatorOrchestrator:
                 return
             _one_step(row, spec)
             row.last_step_at += self.step
+
+
+def _uid(values: dict[str, object]) -> str:
+    return str(values["uid"])
 
 
 def _one_step(row: SimulatedCluster, spec: ClusterSpec | None) -> None:
