@@ -30,6 +30,7 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.pool import AsyncAdaptedQueuePool
 
+from tenantplane.db import write_gate
 from tenantplane.db.postgres_reads import PostgresReads
 from tenantplane.db.reads import EngineReads, Reads
 from tenantplane.db.sqlite_reads import sqlite_reads
@@ -94,6 +95,7 @@ class DatabaseOptions:
 
 def _sqlite_connect_hooks(engine: AsyncEngine) -> None:
     sync_engine = engine.sync_engine
+    database = str(engine.url.database)
 
     @event.listens_for(sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _: Any) -> None:
@@ -112,8 +114,17 @@ def _sqlite_connect_hooks(engine: AsyncEngine) -> None:
         # Reads (READ_ONLY) take no lock: in WAL mode they see a snapshot and wait for nobody.
         if connection.get_execution_options().get(READ_ONLY):
             connection.exec_driver_sql("BEGIN")
-        else:
+            return
+        write_gate.enter(connection.connection.info, database)
+        try:
             connection.exec_driver_sql("BEGIN IMMEDIATE")
+        except BaseException:
+            write_gate.leave(connection.connection.info)
+            raise
+
+    @event.listens_for(sync_engine.pool, "checkin")
+    def _on_checkin(dbapi_connection: Any, record: Any) -> None:
+        write_gate.leave(record.info)
 
 
 def _switch_to_wal(database: Path, patience_seconds: float = 30.0) -> None:
