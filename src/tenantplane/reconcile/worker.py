@@ -19,6 +19,7 @@ from starlette.routing import Route
 
 from tenantplane.config import Settings
 from tenantplane.db.engine import Database, DatabaseOptions
+from tenantplane.heap import heap_settled
 from tenantplane.logging import configure_logging
 from tenantplane.reconcile.metrics import ReconcileMetrics, register_runtime_collectors
 from tenantplane.reconcile.runner import Supervisor
@@ -107,7 +108,8 @@ async def run_worker(
         **settings.summary(),
     )
     try:
-        await stop.wait()
+        with heap_settled():
+            await stop.wait()
     finally:
         await supervisor.stop()
         if server is not None and serving is not None:

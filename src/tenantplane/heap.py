@@ -1,0 +1,23 @@
+"""The garbage collector and a long-lived server process."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+@contextmanager
+def heap_settled() -> Iterator[None]:
+    """While a process serves: what its startup built (modules, the framework's routes,
+    the ORM's mappers and compiled statements, the catalogues) is kept out of the garbage
+    collector's full collections. Each of those scanned it all again, with the event loop
+    stopped: 80-140 ms every few seconds under load, the slowest answers of a busy server
+    (bench/RESULTS.md, round 10). Those objects live as long as the process; what requests
+    and reconciler looks create is collected as before. Given back to the collector on the
+    way out (several apps in one process: the tests)."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
