@@ -20,6 +20,7 @@ async def test_a_serving_app_keeps_its_startup_out_of_full_collections(
         assert frozen > 10_000
         async with api_client(app) as client:
             assert (await client.get(f"{BASE_URL}/healthz")).status_code == 200
-        gc.collect()  # a full collection while serving scans none of them
-        assert gc.get_freeze_count() == frozen
+        gc.collect()  # a full collection while serving leaves them where they are
+        # (less the few freed since by their reference counts, as any object is)
+        assert gc.get_freeze_count() > frozen - 1_000
     assert gc.get_freeze_count() == 0
