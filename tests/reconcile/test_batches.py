@@ -299,11 +299,7 @@ class InDatabaseBatches(BatchedReconciler):
             self.worked.append(sorted(guard.lease.row_id for guard in guards))
             if len(self.worked) == 1:
                 await self.release.wait()
-            writes = [
-                GuardedWrite(guard.lease, {"observed_generation": 1, "reconcile_at": None})
-                for guard in guards
-            ]
-            await update_each(session, writes)
+            await self.apply_batch(session, [(guard, None, 1) for guard in guards])
         finally:
             self.in_flight -= 1
 
