@@ -7,6 +7,7 @@ import base64
 import itertools
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -50,11 +51,28 @@ def spec(name: str = "dev", high_availability: bool = True) -> ClusterSpec:
     )
 
 
+# A loopback call's budget: generous, so that a pause of this process (a full garbage
+# collection of a test run's heap, a loaded machine) fails no test that is not about it.
+CALL_TIMEOUT_SECONDS = 10.0
+# The budget of the test about timeouts, and a stall of the fake longer than it.
+SHORT_TIMEOUT_SECONDS = 0.5
+
+
+@asynccontextmanager
+async def orchestrator_of(
+    host_cluster: HostCluster, timeout_seconds: float
+) -> AsyncIterator[KubernetesOrchestrator]:
+    kube = Kube(client_for(load_kubeconfig(host_cluster.kubeconfig, "host"), timeout_seconds))
+    try:
+        yield KubernetesOrchestrator(kube, CHART)
+    finally:
+        await kube.aclose()
+
+
 @pytest.fixture
 async def orchestrator(host_cluster: HostCluster) -> AsyncIterator[KubernetesOrchestrator]:
-    kube = Kube(client_for(load_kubeconfig(host_cluster.kubeconfig, "host"), 2.0))
-    yield KubernetesOrchestrator(kube, CHART)
-    await kube.aclose()
+    async with orchestrator_of(host_cluster, CALL_TIMEOUT_SECONDS) as orchestrator:
+        yield orchestrator
 
 
 async def converge(
@@ -260,9 +278,10 @@ async def test_api_server_throttling_errors_and_timeouts_fail_the_call_then_pass
         with pytest.raises(ApiError) as raised:
             await orchestrator.apply(cluster)
         assert raised.value.status.code == code
-    api.stall_next(3.0, 1)  # longer than the client's 2 s
-    with pytest.raises(httpx2.TimeoutException):
-        await orchestrator.apply(cluster)
+    api.stall_next(3 * SHORT_TIMEOUT_SECONDS, 1)  # longer than the client's budget
+    async with orchestrator_of(host_cluster, SHORT_TIMEOUT_SECONDS) as impatient:
+        with pytest.raises(httpx2.TimeoutException):
+            await impatient.apply(cluster)
     assert api.faults_left == 0
     seen = await converge(orchestrator, host_cluster, cluster)
     assert seen[-1].stage == Stage.ready
