@@ -1,26 +1,44 @@
-"""A serving process keeps what its startup built out of the garbage collector's full
-collections (tenantplane/heap.py), and gives it back when it stops."""
+"""The server of `tenantplane serve` keeps what its startup built out of the garbage
+collector's full collections while it serves (tenantplane/heap.py), and gives it back when
+it stops; an app started without it (as the tests start them) freezes nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
-from pathlib import Path
+
+import httpx
 
 from tenantplane.config import Settings
-from tests.http_client import BASE_URL, api_client, running_app
+from tenantplane.http.server import server_for
+from tests.http_client import running_app
 
 
-async def test_a_serving_app_keeps_its_startup_out_of_full_collections(
-    settings: Settings, tmp_path: Path
+async def test_the_server_keeps_its_startup_out_of_full_collections_while_it_serves(
+    settings: Settings,
 ) -> None:
     gc.unfreeze()  # whatever an earlier test left: this one starts from nothing frozen
-    async with running_app(settings) as app:
+    server = server_for(settings, "127.0.0.1", 0)
+    serving = asyncio.create_task(server.serve())
+    try:
+        while not server.started:
+            assert not serving.done(), "the server did not start"
+            await asyncio.sleep(0.01)
         frozen = gc.get_freeze_count()
         # Modules, routes, mappers: far more than a few objects.
         assert frozen > 10_000
-        async with api_client(app) as client:
-            assert (await client.get(f"{BASE_URL}/healthz")).status_code == 200
+        async with httpx.AsyncClient() as client:
+            assert (await client.get(f"{server.address()}/healthz")).status_code == 200
         gc.collect()  # a full collection while serving leaves them where they are
         # (less the few freed since by their reference counts, as any object is)
         assert gc.get_freeze_count() > frozen - 1_000
+    finally:
+        server.should_exit = True
+        await serving
     assert gc.get_freeze_count() == 0
+
+
+async def test_an_app_alone_freezes_nothing(settings: Settings) -> None:
+    gc.unfreeze()
+    async with running_app(settings):
+        assert gc.get_freeze_count() == 0

@@ -23,7 +23,6 @@ from tenantplane.cluster.routes import router as cluster_router
 from tenantplane.cluster.routes import versions_router as cluster_versions_router
 from tenantplane.config import Settings
 from tenantplane.db.engine import Database
-from tenantplane.heap import heap_settled
 from tenantplane.http.body_limit import RequestBodyMiddleware
 from tenantplane.http.documents import EncodedDocuments
 from tenantplane.http.errors import error_responses, install_error_handlers
@@ -115,7 +114,6 @@ def create_app(
                 supervisor.start()
                 app.state.supervisor = supervisor
                 closing.push_async_callback(supervisor.stop)
-            closing.enter_context(heap_settled())
             yield
 
     # Swagger UI and ReDoc with their assets served by the app itself (no CDN).

@@ -21,6 +21,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from tenantplane.app import create_app
 from tenantplane.config import Settings
+from tenantplane.heap import heap_settled
 
 log = structlog.get_logger(__name__)
 
@@ -82,13 +83,17 @@ class LoggedServer(uvicorn.Server):
     def __init__(self, config: uvicorn.Config, settings: Settings) -> None:
         super().__init__(config)
         self.settings = settings
+        self._settled = contextlib.ExitStack()
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
         if self.started:
+            # The app is warm (its lifespan has run): the process serves from now on.
+            self._settled.enter_context(heap_settled())
             log.info("server started", address=self.address(), **self.settings.summary())
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self._settled.close()
         await super().shutdown(sockets)
         log.info("server stopped")
 
@@ -98,6 +103,11 @@ class LoggedServer(uvicorn.Server):
 
 
 def serve(settings: Settings, host: str, port: int) -> None:
+    server_for(settings, host, port).run()
+
+
+def server_for(settings: Settings, host: str, port: int) -> LoggedServer:
+    """The server of `tenantplane serve`, not yet started."""
     config = uvicorn.Config(
         create_app(settings),
         host=host,
@@ -113,4 +123,4 @@ def serve(settings: Settings, host: str, port: int) -> None:
         server_header=False,
         http=protocol_with_head_timeout(settings.request_head_timeout_seconds),
     )
-    LoggedServer(config, settings).run()
+    return LoggedServer(config, settings)
