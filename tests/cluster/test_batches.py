@@ -250,11 +250,12 @@ async def test_a_batch_of_different_changes_writes_each_table_in_one_statement(
     database: Database, factory: Factory
 ) -> None:
     """A deletion, a spec change and a simulated step in one batch change different
-    columns of the deployments and of the statuses: each table is still written once."""
-    deleted, resized, stepped = ids = await factory.due_clusters(3)
+    columns of the deployments and of the statuses: each table is still written once, and
+    a cluster of the batch whose status did not change keeps its resource version (ETag)."""
+    deleted, resized, stepped, unchanged = ids = await factory.due_clusters(4)
     simulator = SimulatorOrchestrator(database, step_seconds=3600)
     runner = ReconcilerRunner(database, reconciler_of(simulator), idle_poll_seconds=3600)
-    assert await runner.run_once() == 3  # provisioned: etcd starting, next step in an hour
+    assert await runner.run_once() == 4  # provisioned: etcd starting, next step in an hour
     now = utcnow()
     async with database.transaction() as session:
         await session.execute(
@@ -267,7 +268,12 @@ async def test_a_batch_of_different_changes_writes_each_table_in_one_statement(
             .where(Cluster.id == resized)
             .values(cpu="2", generation=Cluster.generation + 1, reconcile_at=now)
         )
-        await session.execute(update(Cluster).where(Cluster.id == stepped).values(reconcile_at=now))
+        await session.execute(
+            update(Cluster).where(Cluster.id.in_([stepped, unchanged])).values(reconcile_at=now)
+        )
+        version = (
+            await session.execute(select(Cluster.resource_version).where(Cluster.id == unchanged))
+        ).scalar()
         uid = (await session.execute(select(Cluster.uid).where(Cluster.id == stepped))).scalar()
         await session.execute(
             update(SimulatedCluster)
@@ -275,7 +281,7 @@ async def test_a_batch_of_different_changes_writes_each_table_in_one_statement(
             .values(last_step_at=now - timedelta(hours=1))
         )
     with statements_sent(database.engine) as sent:
-        assert await runner.run_once() == 3
+        assert await runner.run_once() == 4
     deployment_writes = [s for s in sent if s.startswith("UPDATE SIMULATOR_CLUSTERS")]
     assert len(deployment_writes) == 1, deployment_writes
     if not database.is_sqlite:
@@ -295,3 +301,4 @@ async def test_a_batch_of_different_changes_writes_each_table_in_one_statement(
     assert clusters[deleted].phase == ClusterPhase.terminating.value
     assert clusters[resized].observed_generation == clusters[resized].generation
     assert clusters[stepped].phase == ClusterPhase.provisioning.value
+    assert clusters[unchanged].resource_version == version
