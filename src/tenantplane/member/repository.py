@@ -61,7 +61,13 @@ class MemberRepository:
         locks the tenant row; SQLite's write transactions are serialised already (BEGIN
         IMMEDIATE), and SQLAlchemy leaves FOR UPDATE out there.
         """
-        statement = select(Tenant.members_version).where(Tenant.id == tenant_id).with_for_update()
+        # NO KEY UPDATE: member writes wait for each other, not the foreign-key checks of
+        # the tenant's other writes (a cluster's or a secret's create).
+        statement = (
+            select(Tenant.members_version)
+            .where(Tenant.id == tenant_id)
+            .with_for_update(key_share=True)
+        )
         return int((await self.session.execute(statement)).scalar_one())
 
     async def bump_list_version(self, tenant_id: int) -> int:
