@@ -4,11 +4,12 @@ this database, a batch is loaded, acted on and applied in one transaction."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from sqlalchemy import event, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -127,16 +128,50 @@ async def test_clusters_due_together_are_provisioned_in_one_transaction(
         assert len(status_writes) == 1, status_writes
 
 
-async def test_a_batch_that_fails_after_the_simulators_calls_takes_them_back(
+async def test_a_look_leases_and_works_its_batch_in_one_transaction(
     database: Database, factory: Factory
 ) -> None:
+    """The runner's look (``ReconcilerRunner.run``): on SQLite one turn of the write lock,
+    not one for the lease and one for the batch."""
+    ids = await factory.due_clusters(4)
+    reconciler = reconciler_of(SimulatorOrchestrator(database, step_seconds=3600))
+    runner = ReconcilerRunner(database, reconciler, idle_poll_seconds=3600)
+    with statements_sent(database.engine) as sent, checkouts(database) as taken:
+        leases = await runner._lease_and_act(64)
+    assert sorted(lease.row_id for lease in leases) == sorted(ids)
+    assert len(taken) == 1, sent
+    if database.is_sqlite:
+        assert sent.count("BEGIN IMMEDIATE") == 1, sent
+    async with database.reader() as session:
+        rows = (
+            await session.execute(
+                select(Cluster.phase, Cluster.lock_token).where(Cluster.id.in_(ids))
+            )
+        ).all()
+    assert set(rows) == {(ClusterPhase.provisioning.value, None)}
+
+
+async def _run_once(runner: ReconcilerRunner) -> int:
+    return await runner.run_once()
+
+
+async def _look(runner: ReconcilerRunner) -> int:
+    return len(await runner._lease_and_act(64))
+
+
+@pytest.mark.parametrize("work", [_run_once, _look])
+async def test_a_batch_that_fails_after_the_simulators_calls_takes_them_back(
+    database: Database, factory: Factory, work: Callable[[ReconcilerRunner], Awaitable[int]]
+) -> None:
+    """Through a lease of its own (``run_once``) or in the look's one transaction (``run``:
+    the rollback takes the lease back too, and the rows back off unleased)."""
     ids = await factory.due_clusters(3)
     simulator = SimulatorOrchestrator(database, step_seconds=3600)
     reconciler = FailingWrite(
         simulator, load_versions(), progress_seconds=3600, resync_seconds=3600
     )
     runner = ReconcilerRunner(database, reconciler, idle_poll_seconds=3600)
-    assert await runner.run_once() == 3
+    assert await work(runner) == 3
     # Nothing provisioned that the clusters' statuses do not record: every row backed off.
     async with database.transaction() as session:
         deployments = (await session.execute(select(func.count(SimulatedCluster.uid)))).scalar()

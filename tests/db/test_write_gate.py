@@ -78,3 +78,48 @@ async def test_a_writer_without_a_turn_in_time_fails_as_a_busy_database(
             await _write(embedded, "late")
     assert classify(failed.value) is DatabaseTrouble.busy  # answered 503 with Retry-After
     await asyncio.wait_for(_write(embedded, "after"), 10)  # the gate was not left taken
+
+
+async def _write_first(database: Database, writer: str) -> None:
+    async with database.transaction(first=True) as session:
+        await session.execute(text("INSERT INTO turns VALUES (:writer)"), {"writer": writer})
+
+
+async def test_writers_that_go_first_alternate_with_the_others(embedded: Database) -> None:
+    """A free gate goes to the first line, never twice in a row while another writer
+    waits; each line keeps its arrival order."""
+    async with embedded.transaction() as holding:
+        await holding.execute(text("INSERT INTO turns VALUES ('holding')"))
+        queued = []
+        arrivals = [("r1", False), ("r2", False), ("f1", True), ("r3", False), ("f2", True)]
+        arrivals += [("f3", True)]
+        for writer, first in arrivals:
+            write = _write_first if first else _write
+            queued.append(asyncio.create_task(write(embedded, writer)))
+            await asyncio.sleep(0.05)  # each arrives after the one before
+        assert not any(task.done() for task in queued)
+    await asyncio.gather(*queued)
+    async with embedded.reader() as reading:
+        order = (await reading.execute(text("SELECT writer FROM turns ORDER BY rowid"))).all()
+    assert [writer for (writer,) in order] == ["holding", "f1", "r1", "f2", "r2", "f3", "r3"]
+
+
+async def test_a_writer_that_gives_up_leaves_no_turn_behind(embedded: Database) -> None:
+    """A waiter cancelled in either line (its client gone) is skipped; the gate is free
+    afterwards."""
+    async with embedded.transaction() as holding:
+        await holding.execute(text("INSERT INTO turns VALUES ('holding')"))
+        leaving = [
+            asyncio.create_task(_write_first(embedded, "gone first")),
+            asyncio.create_task(_write(embedded, "gone")),
+        ]
+        staying = asyncio.create_task(_write(embedded, "stays"))
+        await asyncio.sleep(0.05)
+        for task in leaving:
+            task.cancel()
+        await asyncio.gather(*leaving, return_exceptions=True)
+    await asyncio.wait_for(staying, 10)
+    await asyncio.wait_for(_write_first(embedded, "after"), 10)
+    async with embedded.reader() as reading:
+        order = (await reading.execute(text("SELECT writer FROM turns ORDER BY rowid"))).all()
+    assert [writer for (writer,) in order] == ["holding", "stays", "after"]

@@ -265,11 +265,12 @@ async def test_coalescing_waits_no_longer_than_its_bound(
     assert waited < 30
 
 
-async def _make_due(database: Database, name: str, ids: list[int]) -> None:
+async def _make_due(
+    database: Database, name: str, ids: list[int], *, in_seconds: float = 0.0
+) -> None:
     async with database.transaction() as session:
-        await session.execute(
-            update(Cluster).where(Cluster.id.in_(ids)).values(reconcile_at=utcnow())
-        )
+        due = utcnow() + timedelta(seconds=in_seconds)
+        await session.execute(update(Cluster).where(Cluster.id.in_(ids)).values(reconcile_at=due))
         wake_after_commit(session, name)
 
 
@@ -279,9 +280,9 @@ async def _done(database: Database, ids: list[int]) -> bool:
 
 
 class InDatabaseBatches(BatchedReconciler):
-    """Acts in its apply (``acts_in_apply``); the first batch waits for ``release`` before
-    its first statement (no lock held meanwhile). Records each batch's rows and how many
-    batches ran at once."""
+    """Acts in its apply (``acts_in_apply``); the first batch waits for ``release`` (its
+    rows leased in its transaction). Records each batch's rows and how many batches ran at
+    once."""
 
     acts_in_apply = True
 
@@ -308,22 +309,22 @@ async def test_a_reconciler_acting_in_its_apply_works_one_batch_at_a_time(
     database: Database, factory: Factory
 ) -> None:
     """Rows due while its batch runs are neither fetched nor worked beside it: the next
-    batch takes them all together once it is done."""
+    batch takes them all together once it is done, at once (no hint comes for them)."""
     tenant = await factory.tenant()
     reconciler = InDatabaseBatches(concurrency=16)
     runner = ReconcilerRunner(database, reconciler, idle_poll_seconds=3600)
     [first] = await add_rows(database, tenant.id, 1, due=False, prefix="alone")
     later = await add_rows(database, tenant.id, 3, due=False, prefix="meanwhile")
+    # Each due while the first batch runs (the batch's transaction holds SQLite's write
+    # lock: nothing is written meanwhile).
+    for at, row_id in enumerate(later, start=1):
+        await _make_due(database, reconciler.name, [row_id], in_seconds=1.0 + 0.1 * at)
     task = asyncio.create_task(runner.run())
     try:
-        await asyncio.wait_for(runner.idle.wait(), 60)
         await _make_due(database, reconciler.name, [first])
         await wait_until(lambda: _true(len(reconciler.worked) == 1), "the first batch")
-        # Due, each with its hint, while the first batch runs; a second batch beside it
-        # would start within this pause.
-        for row_id in later:
-            await _make_due(database, reconciler.name, [row_id])
-        await asyncio.sleep(0.5)
+        # A second batch beside the first would start within this pause.
+        await asyncio.sleep(2)
         assert reconciler.worked == [[first]]
         reconciler.release.set()
         await wait_until(lambda: _done(database, [first, *later]), "every row")

@@ -166,6 +166,60 @@ async def test_a_lost_lease_discards_the_result(database: Database, factory: Fac
     assert (await observed(database))[row_id] == 0
 
 
+async def test_a_back_off_after_a_rollback_leaves_another_workers_lease_alone(
+    database: Database, factory: Factory
+) -> None:
+    """Rows leased in a transaction that rolled back back off unleased; a row another
+    worker leased since keeps that lease and its due time."""
+    tenant = await factory.tenant()
+    free, taken = await add_rows(database, tenant.id, 2, due=True)
+    other = Fetcher(database, Cluster.__table__, "other")  # type: ignore[arg-type]
+    ours = Fetcher(database, Cluster.__table__, "ours")  # type: ignore[arg-type]
+    async with database.transaction() as session:
+        await session.execute(update(Cluster).where(Cluster.id == free).values(reconcile_at=None))
+    [lease] = await other.lease(10, timedelta(seconds=60))
+    assert lease.row_id == taken
+    async with database.transaction() as session:
+        await session.execute(
+            update(Cluster).where(Cluster.id == free).values(reconcile_at=utcnow())
+        )
+    async with database.reader() as session:
+        before = (
+            await session.execute(select(Cluster.reconcile_at).where(Cluster.id == taken))
+        ).scalar_one()
+    await ours.back_off_unheld([free, taken], 30)
+    async with database.reader() as session:
+        rows = {
+            row_id: (owner, due)
+            for row_id, owner, due in await session.execute(
+                select(Cluster.id, Cluster.lock_owner, Cluster.reconcile_at)
+            )
+        }
+    assert rows[taken] == ("other", before)
+    owner, due = rows[free]
+    assert owner is None
+    assert due is not None
+    assert due > utcnow() + timedelta(seconds=20)
+
+
+async def test_the_next_due_query_waits_for_no_writer(database: Database, factory: Factory) -> None:
+    """A runner asks when its next row is due between looks: a read, which on SQLite takes
+    no turn of the write lock (it would wait behind every queued writer)."""
+    tenant = await factory.tenant()
+    [row_id] = await add_rows(database, tenant.id, 1, due=False)
+    fetcher = Fetcher(database, Cluster.__table__, "reader")  # type: ignore[arg-type]
+    async with database.transaction() as session:
+        later = utcnow() + timedelta(seconds=60)
+        await session.execute(
+            update(Cluster).where(Cluster.id == row_id).values(reconcile_at=later)
+        )
+    async with database.transaction() as writing:
+        await writing.execute(update(Cluster).where(Cluster.id == row_id).values(generation=2))
+        due = await asyncio.wait_for(fetcher.seconds_until_due(), 3)
+    assert due is not None
+    assert 50 < due <= 60
+
+
 async def test_two_workers_share_the_rows_without_doing_any_twice(
     database: Database, factory: Factory
 ) -> None:

@@ -43,6 +43,8 @@ if TYPE_CHECKING:
 
 # Execution option of the engine behind read-only sessions (Database.reader).
 READ_ONLY = "tenantplane_read_only"
+# Execution option of transactions that go first at SQLite's write gate (db/write_gate.py).
+WRITES_FIRST = "tenantplane_writes_first"
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,8 @@ def _sqlite_connect_hooks(engine: AsyncEngine) -> None:
         if connection.get_execution_options().get(READ_ONLY):
             connection.exec_driver_sql("BEGIN")
             return
-        write_gate.enter(connection.connection.info, database)
+        first = bool(connection.get_execution_options().get(WRITES_FIRST))
+        write_gate.enter(connection.connection.info, database, first=first)
         try:
             connection.exec_driver_sql("BEGIN IMMEDIATE")
         except BaseException:
@@ -218,6 +221,12 @@ class Database:
     options: DatabaseOptions = field(default_factory=DatabaseOptions)
     # False for a Database that shares another's plain reads (for_reconcilers).
     owns_reads: bool = True
+    # Sessions whose transactions go first at SQLite's write gate (``transaction(first=)``).
+    _first: async_sessionmaker[AsyncSession] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        first = self.engine.execution_options(**{WRITES_FIRST: True})
+        self._first = async_sessionmaker(first, expire_on_commit=False)
 
     @classmethod
     def connect(cls, url: str, options: DatabaseOptions | None = None) -> Database:
@@ -264,9 +273,12 @@ class Database:
         return self.engine.dialect.name == "sqlite"
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[AsyncSession]:
-        """A session committed on success and rolled back on any error (workers, CLI)."""
-        async with self.sessionmaker() as session, session.begin():
+    async def transaction(self, *, first: bool = False) -> AsyncIterator[AsyncSession]:
+        """A session committed on success and rolled back on any error (workers, CLI).
+        ``first``: on SQLite it goes before other writers of this process at the write gate
+        (db/write_gate.py; elsewhere it changes nothing)."""
+        sessions = self._first if first else self.sessionmaker
+        async with sessions() as session, session.begin():
             yield session
 
     @asynccontextmanager

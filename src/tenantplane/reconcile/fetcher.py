@@ -12,12 +12,13 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select, tuple_, update
+from sqlalchemy import func, or_, select, tuple_, update
+from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.schema import Table
 
 from tenantplane.db.clock import database_now
 from tenantplane.db.engine import Database
-from tenantplane.reconcile.lease import Lease, ready_condition, row_key
+from tenantplane.reconcile.lease import Lease, ready_condition, released, row_key
 
 
 class Fetcher:
@@ -45,42 +46,51 @@ class Fetcher:
 
     async def _lease(self, limit: int, duration: timedelta) -> list[Lease]:
         if not self.database.is_sqlite:
-            return await self._lease_in_one_statement(limit, duration)
+            # One statement in autocommit: no BEGIN and COMMIT round trips around it.
+            async with self.database.statements() as session:
+                return await self.lease_in(session, limit, duration)
+        async with self.database.transaction() as session:
+            return await self.lease_in(session, limit, duration)
+
+    async def lease_in(self, session: AsyncSession, limit: int, duration: timedelta) -> list[Lease]:
+        """Lease up to ``limit`` ready rows in ``session``'s transaction: they are leased
+        once it commits, and a rollback leaves them as they were."""
+        if not self.database.is_sqlite:
+            return await self._lease_in_one_statement(session, limit, duration)
         table = self.table
         key = row_key(table)
         token = secrets.token_hex(16)
-        async with self.database.transaction() as session:
-            now = await database_now(session)
-            expires_at = now + duration
-            candidates = (
-                select(key, table.c.lock_owner)
-                .where(ready_condition(table, now))
-                .order_by(table.c.reconcile_at, key)
-                .limit(limit)
-            )
-            if not self.database.is_sqlite:
-                candidates = candidates.with_for_update(skip_locked=True)
-            # A ready row still naming an owner has an expired lease: it is being taken over.
-            rows = (await session.execute(candidates)).all()
-            previous: dict[Any, str | None] = {row_id: owner for row_id, owner in rows}
-            ids = list(previous)
-            if not ids:
-                return []
-            await session.execute(
-                update(table)
-                .where(key.in_(ids))
-                .values(lock_owner=self.owner, lock_token=token, lock_expires_at=expires_at)
-            )
+        now = await database_now(session)
+        expires_at = now + duration
+        candidates = (
+            select(key, table.c.lock_owner)
+            .where(ready_condition(table, now))
+            .order_by(table.c.reconcile_at, key)
+            .limit(limit)
+        )
+        # A ready row still naming an owner has an expired lease: it is being taken over.
+        rows = (await session.execute(candidates)).all()
+        previous: dict[Any, str | None] = {row_id: owner for row_id, owner in rows}
+        ids = list(previous)
+        if not ids:
+            return []
+        await session.execute(
+            update(table)
+            .where(key.in_(ids))
+            .values(lock_owner=self.owner, lock_token=token, lock_expires_at=expires_at)
+        )
         return [
             Lease(table, row_id, token, self.owner, expires_at, now, previous[row_id])
             for row_id in ids
         ]
 
-    async def _lease_in_one_statement(self, limit: int, duration: timedelta) -> list[Lease]:
-        """PostgreSQL: pick and lease the rows in one UPDATE (autocommit), with the time and
-        the previous owners in its RETURNING: one round trip instead of five (BEGIN, now,
-        SELECT, UPDATE, COMMIT). ``now()`` is the statement's transaction's start, the same
-        instant for the pick, the expiry and the time returned."""
+    async def _lease_in_one_statement(
+        self, session: AsyncSession, limit: int, duration: timedelta
+    ) -> list[Lease]:
+        """PostgreSQL: pick and lease the rows in one UPDATE, with the time and the previous
+        owners in its RETURNING: one round trip instead of three (now, SELECT, UPDATE).
+        ``now()`` is the statement's transaction's start, the same instant for the pick,
+        the expiry and the time returned."""
         table = self.table
         key = row_key(table)
         token = secrets.token_hex(16)
@@ -103,8 +113,7 @@ class Fetcher:
             )
             .returning(key, picked.c.previous_owner, now)
         )
-        async with self.database.statements() as session:
-            rows = (await session.execute(statement)).all()
+        rows = (await session.execute(statement)).all()
         return [
             Lease(
                 table,
@@ -117,6 +126,20 @@ class Fetcher:
             )
             for row_id, previous, leased_at in rows
         ]
+
+    async def back_off_unheld(self, row_ids: Sequence[Any], seconds: float) -> None:
+        """Make rows that no live lease holds due in ``seconds``: rows leased in a
+        transaction that rolled back (their lease went with it), left alone if another
+        worker leased them since."""
+        table = self.table
+        async with self.database.transaction() as session:
+            now = await database_now(session)
+            unheld = or_(table.c.lock_token.is_(None), table.c.lock_expires_at < now)
+            await session.execute(
+                update(table)
+                .where(row_key(table).in_(row_ids), table.c.reconcile_at.is_not(None), unheld)
+                .values(reconcile_at=now + timedelta(seconds=seconds), **released())
+            )
 
     async def renew(self, lease: Lease, duration: timedelta) -> bool:
         """Extend a lease still held to ``duration`` from now (False: it was lost)."""
@@ -166,9 +189,8 @@ class Fetcher:
         )
         # One statement: the round trips, not the aggregates, are what this costs (in
         # autocommit on PostgreSQL: no BEGIN and ROLLBACK around it).
-        sessions = (
-            self.database.sessionmaker if self.database.is_sqlite else self.database.statements
-        )
+        # On SQLite a read-only session: no write turn for a read.
+        sessions = self.database.reader if self.database.is_sqlite else self.database.statements
         async with sessions() as session:
             if self.database.is_sqlite:
                 now = await database_now(session)

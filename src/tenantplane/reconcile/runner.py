@@ -194,6 +194,8 @@ class ReconcilerRunner:
         self._busy = 0
         # When the last fetch that found rows ran (monotonic; coalescing of hints).
         self._last_found = float("-inf")
+        # Whether the last fetch found rows.
+        self._found = False
         # Whether the loop waits for a slot; until when (monotonic) it sleeps, inf while it
         # asks the database how long to sleep, None when it is not in ``_sleep``.
         self._slot_wait = False
@@ -221,28 +223,24 @@ class ReconcilerRunner:
                     # before a row in hand finishes (which wakes us).
                     await self._wait_for_slot(wake)
                     continue
-                leases: list[Lease] = []
-                try:
-                    leases = await self.fetcher.lease(
-                        free, timedelta(seconds=reconciler.lease_seconds)
-                    )
-                except Exception:
-                    self._log.exception("lease fetch failed")
+                if reconciler.acts_in_apply:
+                    leases = await self._lease_and_act(free)
+                else:
+                    leases = await self._lease(free)
                 # Hints that came during the fetch still wake the loop (the event), but are
                 # not counted: the fetch may have taken their rows.
                 wake.reset_hints(free)
-                for lease in leases:
-                    self._note_takeover(lease)
+                self._found = bool(leases)
                 if leases:
                     self._last_found = time.monotonic()
+                if leases and not reconciler.acts_in_apply:  # (those are worked already)
                     if reconciler.batched:
                         self._start(self._work_batch(leases), leases, wake)
                     else:
                         for lease in leases:
                             self._start(self._work(lease), [lease], wake)
-                if leases and (len(leases) == free or reconciler.acts_in_apply):
-                    # Full batch (more may be ready), or the one batch at a time: come back
-                    # as soon as a slot frees.
+                if leases and len(leases) == free:
+                    # Full batch (more may be ready): come back as soon as a slot frees.
                     await self._wait_for_slot(wake)
                     continue
                 if await self._sleep(wake):
@@ -252,11 +250,59 @@ class ReconcilerRunner:
             await self._drain(shutdown_grace_seconds)
 
     def _free(self) -> int:
-        """Rows the next fetch may take: none while a batch of a reconciler that
-        ``acts_in_apply`` runs (one such batch at a time)."""
-        if self.reconciler.acts_in_apply and self._inflight:
-            return 0
+        """Rows the next fetch may take."""
         return self.reconciler.concurrency - self._busy
+
+    async def _lease(self, limit: int) -> list[Lease]:
+        try:
+            leases = await self.fetcher.lease(
+                limit, timedelta(seconds=self.reconciler.lease_seconds)
+            )
+        except Exception:
+            self._log.exception("lease fetch failed")
+            return []
+        for lease in leases:
+            self._note_takeover(lease)
+        return leases
+
+    async def _lease_and_act(self, limit: int) -> list[Lease]:
+        """For a reconciler that ``acts_in_apply``: lease up to ``limit`` ready rows and
+        work them in the same transaction, in this loop (one batch at a time, see
+        ``Reconciler.acts_in_apply``). One transaction per look, not two: on SQLite one
+        turn of the write lock, which every writer of a burst queues for; and that turn
+        comes first (``Database.transaction(first=True)``): the outside world of such a
+        reconciler lives in this database, and its steps, whose timing it simulates, would
+        otherwise wait behind every write queued in the process. A failed batch rolls its
+        leases back with it; its rows back off unless another worker has leased them
+        since. The rows leased are returned."""
+        reconciler = self.reconciler
+        leases: list[Lease] = []
+        started = time.perf_counter()
+        try:
+            async with self.database.transaction(first=True) as session:
+                leases = await self.fetcher.lease_in(
+                    session, limit, timedelta(seconds=reconciler.lease_seconds)
+                )
+                if not leases:
+                    return []
+                self._busy = len(leases)
+                for lease in leases:
+                    self._note_takeover(lease)
+                await reconciler.act_and_apply_batch(
+                    session, [lease.guard(session) for lease in leases]
+                )
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            if not leases:
+                self._log.exception("lease fetch failed")
+                return []
+            await self._failed(leases, "reconcile step failed", leased=False)
+        finally:
+            self._busy = 0
+            if leases:
+                self.metrics.steps_done(reconciler.name, len(leases), started)
+        return leases
 
     def _start(
         self, work: Coroutine[Any, Any, None], leases: list[Lease], wake: asyncio.Event
@@ -395,6 +441,10 @@ class ReconcilerRunner:
         if self._stopping.is_set():
             return False
         if timeout <= 0:
+            if self._found:
+                # Due since the last fetch, which took rows (one due while they were
+                # worked): fetch at once.
+                return True
             # A row is ready that the fetch did not take (another process is leasing it
             # right now): a floor keeps it from spinning us. A row due later is waited for
             # to the moment: a floor there would make every step of it late by up to that.
@@ -553,14 +603,27 @@ class ReconcilerRunner:
             await self._failed(leases, "reconcile step failed")
 
     async def _failed(
-        self, leases: Sequence[Lease], event: str, error: BaseException | None = None
+        self,
+        leases: Sequence[Lease],
+        event: str,
+        error: BaseException | None = None,
+        *,
+        leased: bool = True,
     ) -> None:
-        """Count, log (with the exception being handled, or ``error``) and back off rows."""
+        """Count, log (with the exception being handled, or ``error``) and back off rows:
+        under their leases, or (``leased=False``: the leases were rolled back with the
+        failed transaction) those that no live lease holds."""
         self.metrics.failures.labels(self.reconciler.name).inc(len(leases))
         exc_info = error if error is not None else True
         for lease in leases:
             self._log.error(event, row_id=lease.row_id, exc_info=exc_info)
-            await self._back_off(lease)
+            if leased:
+                await self._back_off(lease)
+        if not leased:
+            with contextlib.suppress(Exception):
+                await self.fetcher.back_off_unheld(
+                    [lease.row_id for lease in leases], self.reconciler.error_backoff_seconds
+                )
 
     @contextlib.asynccontextmanager
     async def _heartbeat_batch(self, leases: list[Lease]) -> AsyncIterator[set[Any]]:
