@@ -123,9 +123,9 @@ async def test_clusters_due_together_are_provisioned_in_one_transaction(
     assert "(CLUSTERS.ID, CLUSTERS.LOCK_TOKEN) IN" in reads[0]
     if not database.is_sqlite:
         assert reads[0].endswith("FOR UPDATE OF CLUSTERS"), reads[0]
-        # Every row's status in one statement, each row under its own lease.
-        status_writes = [s for s in sent if s.startswith("UPDATE CLUSTERS AS T")]
-        assert len(status_writes) == 1, status_writes
+    # Every row's status in one statement, each row under its own lease.
+    status_writes = [s for s in sent if s.startswith("UPDATE CLUSTERS AS T")]
+    assert len(status_writes) == 1, status_writes
 
 
 async def test_a_look_leases_and_works_its_batch_in_one_transaction(

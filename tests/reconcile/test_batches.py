@@ -122,6 +122,44 @@ async def test_update_each_writes_only_the_rows_still_held_and_still_as_expected
     assert (await _rows(database))[changed][1] is None
 
 
+async def test_update_each_stores_every_kind_of_value_as_the_orm_would(
+    database: Database, factory: Factory
+) -> None:
+    """Times, JSON documents, booleans, text and NULL travel in the one JSON parameter and
+    are stored as their columns store them; an expected NULL matches a NULL."""
+    tenant = await factory.tenant()
+    ids = await add_rows(database, tenant.id, 2, due=True, prefix="kinds")
+    mine = Fetcher(database, CLUSTERS, "mine")  # type: ignore[arg-type]
+    leases = await mine.lease(10, timedelta(seconds=30))
+    at = utcnow().replace(microsecond=123456) + timedelta(minutes=5)
+    conditions = [{"type": "Ready", "status": "True", "message": '"quoted" ✓'}]
+    values: dict[str, Any] = {
+        "conditions": conditions,
+        "ha_configured": True,
+        "ha_enabled_at": at,
+        "endpoint": "https://api.example.test:6443",
+        "reconcile_at": None,
+    }
+    async with database.transaction() as session:
+        written = await update_each(
+            session,
+            [
+                GuardedWrite(lease, values, expect={"deletion_requested_at": None})
+                for lease in leases
+            ],
+        )
+    assert written == set(ids)
+    async with database.reader() as session:
+        clusters = (await session.execute(select(Cluster).where(Cluster.id.in_(ids)))).scalars()
+        for cluster in clusters:
+            assert cluster.conditions == conditions
+            assert cluster.ha_configured is True
+            assert cluster.ha_enabled_at == at
+            assert cluster.endpoint == "https://api.example.test:6443"
+            assert cluster.reconcile_at is None
+            assert cluster.lock_token is None
+
+
 async def test_every_row_of_a_batch_is_reconciled_once_and_a_failing_act_backs_off_its_own(
     database: Database, factory: Factory
 ) -> None:

@@ -18,7 +18,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import ColumnElement, String, TextualSelect, and_, delete, or_, text, update
-from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, declared_attr, mapped_column
 from sqlalchemy.sql.schema import Table
@@ -187,35 +188,34 @@ async def update_each(
     return the keys of the rows written. A row whose lease was lost or which no longer has
     the values expected is not written; the others are.
 
-    PostgreSQL: one statement for all the rows of one shape (the same columns), whatever
-    their number: ``UPDATE … FROM json_to_recordset(<the rows as one JSON parameter>)``,
-    ``RETURNING`` the keys written; its text depends on the shape only, so it is prepared
-    once. Elsewhere (SQLite, one writer: round trips cost nothing) one statement per row."""
+    One statement for all the rows of one shape (the same columns), whatever their number:
+    ``UPDATE … FROM`` the rows as one JSON parameter (PostgreSQL's ``json_to_recordset``,
+    SQLite's ``json_each``), ``RETURNING`` the keys written; its text depends on the shape
+    only, so it is compiled (and on PostgreSQL prepared) once. On SQLite a statement costs
+    no round trip but a hop to the driver's thread and back, while the one write lock is
+    held: a batch of rows there took one statement, and the Python building it, per row.
+    A value the JSON cannot carry (bytes) is written one row at a time."""
     if not writes:
         return set()
-    if session.get_bind().dialect.name != "postgresql":
-        return {
-            write.lease.row_id for write in writes if await _update_one(session, write, release)
-        }
+    dialect = session.get_bind().dialect
     shapes: dict[Shape, list[GuardedWrite]] = {}
     for write in writes:
         shapes.setdefault(write.shape(), []).append(write)
     written: set[Any] = set()
     for shape, group in shapes.items():
-        statement = _batched_update(group[0].lease.table, *shape, release=release)
-        rows = json.dumps(
-            [
-                {
-                    "k": write.lease.row_id,
-                    "t": write.lease.token,
-                    **{f"v{i}": value for i, value in enumerate(write.values.values())},
-                    **{f"e{i}": value for i, value in enumerate(write.expect.values())},
-                    **{f"i{i}": value for i, value in enumerate(write.increment.values())},
-                }
-                for write in group
-            ],
-            default=_json_value,
-        )
+        table = group[0].lease.table
+        rows: str | None
+        if dialect.name == "postgresql":
+            statement = _batched_update(table, *shape, release=release)
+            rows = json.dumps([_row(write) for write in group], default=_json_value)
+        else:
+            statement = _sqlite_batched_update(table, *shape, release=release)
+            rows = _stored_rows(table, group, dialect)
+        if rows is None:
+            written.update(
+                write.lease.row_id for write in group if await _update_one(session, write, release)
+            )
+            continue
         result = await session.execute(statement, {"rows": rows})
         keys = set(result.scalars().all())
         if release:
@@ -224,6 +224,41 @@ async def update_each(
                     write.lease.ended(write.values)
         written.update(keys)
     return written
+
+
+def _row(write: GuardedWrite) -> dict[str, Any]:
+    """One row of ``update_each``'s JSON parameter: key, token, values, expected values and
+    increments, by position in the shape."""
+    return {
+        "k": write.lease.row_id,
+        "t": write.lease.token,
+        **{f"v{i}": value for i, value in enumerate(write.values.values())},
+        **{f"e{i}": value for i, value in enumerate(write.expect.values())},
+        **{f"i{i}": value for i, value in enumerate(write.increment.values())},
+    }
+
+
+def _stored_rows(table: Table, group: Sequence[GuardedWrite], dialect: Dialect) -> str | None:
+    """SQLite: the rows of one shape as JSON, each value as its column stores it (through
+    the column type's own bind processing: a time as SQLite's text, a JSON document as its
+    text, a boolean as 0 or 1); None when a value has no JSON form (bytes)."""
+    first = group[0]
+    columns = {f"v{i}": name for i, name in enumerate(first.values)}
+    columns |= {f"e{i}": name for i, name in enumerate(first.expect)}
+    processors = {
+        name: table.c[column].type.dialect_impl(dialect).bind_processor(dialect)
+        for name, column in columns.items()
+    }
+    rows = []
+    for write in group:
+        row = _row(write)
+        for name, processor in processors.items():
+            if processor is not None:
+                row[name] = processor(row[name])
+            if not isinstance(row[name], str | int | float | None):
+                return None
+        rows.append(row)
+    return json.dumps(rows)
 
 
 async def _update_one(session: AsyncSession, write: GuardedWrite, release: bool) -> bool:
@@ -257,7 +292,8 @@ def _batched_update(
     release: bool,
 ) -> TextualSelect:
     """``UPDATE table AS t SET … FROM json_to_recordset(:rows) AS v(…) WHERE t.key = v.k AND
-    t.lock_token = v.t AND t.<expected> = v.e… RETURNING t.key`` (PostgreSQL)."""
+    t.lock_token = v.t AND t.<expected> IS NOT DISTINCT FROM v.e… RETURNING t.key``
+    (PostgreSQL)."""
     dialect = postgresql.dialect()  # type: ignore[no-untyped-call]
     quote = dialect.identifier_preparer.quote
     key = row_key(table)
@@ -274,13 +310,55 @@ def _batched_update(
     if release:
         assignments += [f"{quote(name)} = NULL" for name in released() if name not in values]
     conditions = [f"t.{quote(key.name)} = v.k", "t.lock_token = v.t"]
-    conditions += [f"t.{quote(name)} = v.e{i}" for i, name in enumerate(expect)]
+    # An expected NULL matches NULL, as ``LeaseGuard.update``'s ``column == None`` does.
+    conditions += [f"t.{quote(name)} IS NOT DISTINCT FROM v.e{i}" for i, name in enumerate(expect)]
     # Identifiers from the table's definition, quoted; every value is in the one parameter.
     sql = " ".join(
         [
             f"UPDATE {quote(table.name)} AS t SET {', '.join(assignments)}",  # noqa: S608
             f"FROM json_to_recordset(CAST(:rows AS json)) AS v({', '.join(record)})",
             f"WHERE {' AND '.join(conditions)} RETURNING t.{quote(key.name)}",
+        ]
+    )
+    return text(sql).columns(key)
+
+
+@functools.lru_cache(maxsize=64)
+def _sqlite_batched_update(
+    table: Table,
+    values: tuple[str, ...],
+    expect: tuple[str, ...],
+    increment: tuple[str, ...],
+    *,
+    release: bool,
+) -> TextualSelect:
+    """``_batched_update`` for SQLite: ``UPDATE table AS t SET … FROM (SELECT
+    json_extract(value, '$.k') AS k, … FROM json_each(:rows)) AS v WHERE t.key = v.k AND
+    t.lock_token = v.tk AND t.<expected> IS v.e… RETURNING key`` (``IS``: an expected
+    NULL matches NULL, as ``LeaseGuard.update``'s ``column == None`` does)."""
+    quote = sqlite.dialect().identifier_preparer.quote  # type: ignore[no-untyped-call]
+    key = row_key(table)
+    # The row's fields by name in the JSON (``_row``); the token as ``tk`` beside alias t.
+    fields = {"k": "k", "tk": "t"}
+    fields |= {name: name for name in (f"v{i}" for i in range(len(values)))}
+    fields |= {name: name for name in (f"e{i}" for i in range(len(expect)))}
+    fields |= {name: name for name in (f"i{i}" for i in range(len(increment)))}
+    extracted = ", ".join(
+        f"json_extract(value, '$.{field}') AS {alias}" for alias, field in fields.items()
+    )
+    assignments = [f"{quote(name)} = v.v{i}" for i, name in enumerate(values)]
+    assignments += [f"{quote(name)} = t.{quote(name)} + v.i{i}" for i, name in enumerate(increment)]
+    if release:
+        assignments += [f"{quote(name)} = NULL" for name in released() if name not in values]
+    conditions = [f"t.{quote(key.name)} = v.k", "t.lock_token = v.tk"]
+    conditions += [f"t.{quote(name)} IS v.e{i}" for i, name in enumerate(expect)]
+    # Identifiers from the table's definition, quoted; every value is in the one parameter.
+    sql = " ".join(
+        [
+            f"UPDATE {quote(table.name)} AS t SET {', '.join(assignments)}",  # noqa: S608
+            f"FROM (SELECT {extracted} FROM json_each(:rows)) AS v",  # noqa: S608
+            # SQLite's RETURNING names the updated table's columns unqualified.
+            f"WHERE {' AND '.join(conditions)} RETURNING {quote(key.name)}",
         ]
     )
     return text(sql).columns(key)
