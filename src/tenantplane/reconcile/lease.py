@@ -194,7 +194,7 @@ async def update_each(
     only, so it is compiled (and on PostgreSQL prepared) once. On SQLite a statement costs
     no round trip but a hop to the driver's thread and back, while the one write lock is
     held: a batch of rows there took one statement, and the Python building it, per row.
-    A value the JSON cannot carry (bytes) is written one row at a time."""
+    Values are what JSON carries (and times); another (bytes) is a TypeError."""
     if not writes:
         return set()
     dialect = session.get_bind().dialect
@@ -204,18 +204,12 @@ async def update_each(
     written: set[Any] = set()
     for shape, group in shapes.items():
         table = group[0].lease.table
-        rows: str | None
         if dialect.name == "postgresql":
             statement = _batched_update(table, *shape, release=release)
             rows = json.dumps([_row(write) for write in group], default=_json_value)
         else:
             statement = _sqlite_batched_update(table, *shape, release=release)
             rows = _stored_rows(table, group, dialect)
-        if rows is None:
-            written.update(
-                write.lease.row_id for write in group if await _update_one(session, write, release)
-            )
-            continue
         result = await session.execute(statement, {"rows": rows})
         keys = set(result.scalars().all())
         if release:
@@ -238,10 +232,14 @@ def _row(write: GuardedWrite) -> dict[str, Any]:
     }
 
 
-def _stored_rows(table: Table, group: Sequence[GuardedWrite], dialect: Dialect) -> str | None:
+def _not_stored(value: Any) -> Any:
+    raise TypeError(f"{type(value).__name__} is not written by update_each")
+
+
+def _stored_rows(table: Table, group: Sequence[GuardedWrite], dialect: Dialect) -> str:
     """SQLite: the rows of one shape as JSON, each value as its column stores it (through
     the column type's own bind processing: a time as SQLite's text, a JSON document as its
-    text, a boolean as 0 or 1); None when a value has no JSON form (bytes)."""
+    text, a boolean as 0 or 1)."""
     first = group[0]
     columns = {f"v{i}": name for i, name in enumerate(first.values)}
     columns |= {f"e{i}": name for i, name in enumerate(first.expect)}
@@ -255,23 +253,8 @@ def _stored_rows(table: Table, group: Sequence[GuardedWrite], dialect: Dialect) 
         for name, processor in processors.items():
             if processor is not None:
                 row[name] = processor(row[name])
-            if not isinstance(row[name], str | int | float | None):
-                return None
         rows.append(row)
-    return json.dumps(rows)
-
-
-async def _update_one(session: AsyncSession, write: GuardedWrite, release: bool) -> bool:
-    table = write.lease.table
-    expected = [table.c[name] == value for name, value in write.expect.items()]
-    increments = {name: table.c[name] + amount for name, amount in write.increment.items()}
-    guard = LeaseGuard(session, write.lease)
-    return await guard.update(
-        release=release,
-        where=and_(*expected) if expected else None,
-        **write.values,
-        **increments,
-    )
+    return json.dumps(rows, default=_not_stored)
 
 
 def _json_value(value: Any) -> Any:
@@ -336,7 +319,7 @@ def _sqlite_batched_update(
     json_extract(value, '$.k') AS k, … FROM json_each(:rows)) AS v WHERE t.key = v.k AND
     t.lock_token = v.tk AND t.<expected> IS v.e… RETURNING key`` (``IS``: an expected
     NULL matches NULL, as ``LeaseGuard.update``'s ``column == None`` does)."""
-    quote = sqlite.dialect().identifier_preparer.quote  # type: ignore[no-untyped-call]
+    quote = sqlite.dialect().identifier_preparer.quote
     key = row_key(table)
     # The row's fields by name in the JSON (``_row``); the token as ``tk`` beside alias t.
     fields = {"k": "k", "tk": "t"}

@@ -289,7 +289,7 @@ class ReconcilerRunner:
                     self._busy = 0
             return leases
         reconciler = self.reconciler
-        leases: list[Lease] = []
+        leases = []
         started = time.perf_counter()
         try:
             async with self.database.transaction(first=True) as session:
