@@ -45,11 +45,8 @@ class Fetcher:
         return await self._lease(limit, duration)
 
     async def _lease(self, limit: int, duration: timedelta) -> list[Lease]:
-        if not self.database.is_sqlite:
-            # One statement in autocommit: no BEGIN and COMMIT round trips around it.
-            async with self.database.statements() as session:
-                return await self.lease_in(session, limit, duration)
-        async with self.database.transaction() as session:
+        # PostgreSQL: one statement in autocommit, no BEGIN and COMMIT round trips around it.
+        async with self.database.statements() as session:
             return await self.lease_in(session, limit, duration)
 
     async def lease_in(self, session: AsyncSession, limit: int, duration: timedelta) -> list[Lease]:

@@ -268,26 +268,28 @@ class ReconcilerRunner:
     async def _lease_and_act(self, limit: int) -> list[Lease]:
         """For a reconciler that ``acts_in_apply``: lease up to ``limit`` ready rows and
         work them, in this loop (one batch at a time, see ``Reconciler.acts_in_apply``);
-        the rows leased are returned.
+        the rows leased are returned. On PostgreSQL the lease is committed first (one
+        autocommit statement), as for every other reconciler, so that the rows of a worker
+        that dies or stalls in the middle of a look are taken over when its leases expire;
+        on SQLite ``_look_in_one_transaction``."""
+        if self.database.is_sqlite:
+            return await self._look_in_one_transaction(limit)
+        leases = await self._lease(limit)
+        if leases:
+            self._busy = len(leases)
+            try:
+                await self._work_batch(leases)
+            finally:
+                self._busy = 0
+        return leases
 
-        On SQLite the lease is taken in the batch's own transaction: one turn of the write
-        lock per look, not two, and that turn comes first at the process's write gate
+    async def _look_in_one_transaction(self, limit: int) -> list[Lease]:
+        """SQLite: the lease is taken in the batch's own transaction, one turn of the write
+        lock per look, not two; and that turn comes first at the process's write gate
         (``Database.transaction(first=True)``): the outside world of such a reconciler lives
         in this database, and its steps, whose timing it simulates, would otherwise wait
         behind every write queued in the process. A failed batch rolls its leases back with
-        it; its rows back off unless another worker has leased them since. PostgreSQL has
-        no such lock to save a turn of: there the lease is committed first (one autocommit
-        statement), as for every other reconciler, so that the rows of a worker that dies
-        or stalls in the middle of a look are taken over when its leases expire."""
-        if not self.database.is_sqlite:
-            leases = await self._lease(limit)
-            if leases:
-                self._busy = len(leases)
-                try:
-                    await self._work_batch(leases)
-                finally:
-                    self._busy = 0
-            return leases
+        it; its rows back off unless another worker has leased them since."""
         reconciler = self.reconciler
         leases = []
         started = time.perf_counter()
