@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
 
 import httpx
 from fastapi import FastAPI
@@ -11,6 +13,8 @@ from sqlalchemy import event
 
 from tenantplane.app import create_app
 from tenantplane.config import Settings
+from tenantplane.db.engine import Database
+from tenantplane.db.migrate import upgrade
 from tenantplane.db.postgres_reads import PostgresReads
 from tenantplane.db.sqlite_reads import SqliteReads
 
@@ -67,3 +71,24 @@ def plain_reads_of(app: FastAPI, table: str) -> Iterator[list[str]]:
         yield seen
     finally:
         event.remove(engine, "before_cursor_execute", record_cursor)
+
+
+@asynccontextmanager
+async def api_on_a_postgres_of_its_own(
+    prefix: str, tmp_path: Path
+) -> AsyncIterator[tuple[str, Database, httpx.AsyncClient]]:
+    """A migrated PostgreSQL database of its own (its URL), a ``Database`` on it and a
+    client of an app serving it without reconcilers: for the tests that race transactions
+    on PostgreSQL, which SQLite's one writer at a time rules out."""
+    from tests.backends import postgres_database
+    from tests.conftest import make_settings
+
+    with postgres_database(prefix) as url:
+        await asyncio.to_thread(upgrade, url)
+        database = Database.connect(url)
+        settings = make_settings(url, tmp_path, run_reconcilers=False)
+        try:
+            async with running_app(settings) as app, api_client(app) as client:
+                yield url, database, client
+        finally:
+            await database.dispose()

@@ -17,12 +17,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.cluster.repository import ClusterRepository
 from tenantplane.db.engine import Database
-from tenantplane.db.migrate import upgrade
 from tenantplane.member.repository import MemberRepository
-from tests.backends import postgres_database
-from tests.conftest import TEST_SECRET, make_settings
+from tests.conftest import TEST_SECRET
 from tests.factories import Factory
-from tests.http_client import api_client, bearer, running_app
+from tests.http_client import api_on_a_postgres_of_its_own, bearer
 
 #: Far below the sessions' lock timeout (5 s), far above a look or a create on loopback.
 PATIENCE_SECONDS = 3.0
@@ -30,15 +28,9 @@ PATIENCE_SECONDS = 3.0
 
 @pytest.fixture
 async def postgres(tmp_path: Path) -> AsyncIterator[tuple[Database, httpx.AsyncClient]]:
-    with postgres_database("tenantplane_tenant_lock") as url:
-        await asyncio.to_thread(upgrade, url)
-        database = Database.connect(url)
-        settings = make_settings(url, tmp_path, run_reconcilers=False)
-        try:
-            async with running_app(settings) as app, api_client(app) as client:
-                yield database, client
-        finally:
-            await database.dispose()
+    async with api_on_a_postgres_of_its_own("tenantplane_tenant_lock", tmp_path) as own:
+        _, database, client = own
+        yield database, client
 
 
 async def _lock_for_a_create(session: AsyncSession, tenant_id: int) -> None:

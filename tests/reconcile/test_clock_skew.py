@@ -18,12 +18,10 @@ import pytest
 from sqlalchemy import text
 
 from tenantplane.db.engine import Database
-from tenantplane.db.migrate import upgrade
-from tests.backends import postgres_database
-from tests.conftest import TEST_SECRET, make_settings
+from tests.conftest import TEST_SECRET
 from tests.factories import Factory
 from tests.faketime import skewed_env
-from tests.http_client import api_client, bearer, running_app
+from tests.http_client import api_on_a_postgres_of_its_own, bearer
 
 TENANTPLANE = str(Path(sys.executable).parent / "tenantplane")
 DEADLINE_SECONDS = 120.0
@@ -36,15 +34,8 @@ HELD = 3
 
 @pytest.fixture
 async def postgres(tmp_path: Path) -> AsyncIterator[tuple[str, Database, httpx.AsyncClient]]:
-    with postgres_database("tenantplane_skew") as url:
-        await asyncio.to_thread(upgrade, url)
-        database = Database.connect(url)
-        settings = make_settings(url, tmp_path, run_reconcilers=False)
-        try:
-            async with running_app(settings) as app, api_client(app) as client:
-                yield url, database, client
-        finally:
-            await database.dispose()
+    async with api_on_a_postgres_of_its_own("tenantplane_skew", tmp_path) as own:
+        yield own
 
 
 async def _until(client: httpx.AsyncClient, path: str, headers: dict[str, str]) -> None:

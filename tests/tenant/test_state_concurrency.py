@@ -16,12 +16,10 @@ import pytest
 from sqlalchemy import text
 
 from tenantplane.db.engine import Database
-from tenantplane.db.migrate import upgrade
 from tenantplane.tenant import lifecycle
-from tests.backends import postgres_database
-from tests.conftest import TEST_SECRET, make_settings
+from tests.conftest import TEST_SECRET
 from tests.factories import Factory
-from tests.http_client import api_client, bearer, running_app
+from tests.http_client import api_on_a_postgres_of_its_own, bearer
 
 DEADLINE_SECONDS = 30.0
 WAITING_FOR_TENANT_LOCK = text(
@@ -38,15 +36,9 @@ class Postgres:
 
 @pytest.fixture
 async def postgres(tmp_path: Path) -> AsyncIterator[Postgres]:
-    with postgres_database("tenantplane_states") as url:
-        await asyncio.to_thread(upgrade, url)
-        database = Database.connect(url)
-        settings = make_settings(url, tmp_path, run_reconcilers=False)
-        try:
-            async with running_app(settings) as app, api_client(app) as client:
-                yield Postgres(database, client, Factory(database, TEST_SECRET.encode()))
-        finally:
-            await database.dispose()
+    async with api_on_a_postgres_of_its_own("tenantplane_states", tmp_path) as own:
+        _, database, client = own
+        yield Postgres(database, client, Factory(database, TEST_SECRET.encode()))
 
 
 async def wait_for_a_waiter(

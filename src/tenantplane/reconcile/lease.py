@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -265,6 +265,24 @@ def _json_value(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not written by update_each")
 
 
+def _update_set(
+    quote: Callable[[str], str],
+    table: Table,
+    values: tuple[str, ...],
+    increment: tuple[str, ...],
+    *,
+    release: bool,
+) -> str:
+    """``UPDATE table AS t SET …`` of ``update_each``'s statements: each value from the
+    row's ``v<i>``, each increment by its ``i<i>``, and the lease ended unless not
+    ``release``."""
+    assignments = [f"{quote(name)} = v.v{i}" for i, name in enumerate(values)]
+    assignments += [f"{quote(name)} = t.{quote(name)} + v.i{i}" for i, name in enumerate(increment)]
+    if release:
+        assignments += [f"{quote(name)} = NULL" for name in released() if name not in values]
+    return f"UPDATE {quote(table.name)} AS t SET {', '.join(assignments)}"  # noqa: S608
+
+
 @functools.lru_cache(maxsize=64)
 def _batched_update(
     table: Table,
@@ -288,17 +306,13 @@ def _batched_update(
     record += [f"v{i} {sql_type(name)}" for i, name in enumerate(values)]
     record += [f"e{i} {sql_type(name)}" for i, name in enumerate(expect)]
     record += [f"i{i} bigint" for i in range(len(increment))]
-    assignments = [f"{quote(name)} = v.v{i}" for i, name in enumerate(values)]
-    assignments += [f"{quote(name)} = t.{quote(name)} + v.i{i}" for i, name in enumerate(increment)]
-    if release:
-        assignments += [f"{quote(name)} = NULL" for name in released() if name not in values]
     conditions = [f"t.{quote(key.name)} = v.k", "t.lock_token = v.t"]
     # An expected NULL matches NULL, as ``LeaseGuard.update``'s ``column == None`` does.
     conditions += [f"t.{quote(name)} IS NOT DISTINCT FROM v.e{i}" for i, name in enumerate(expect)]
     # Identifiers from the table's definition, quoted; every value is in the one parameter.
     sql = " ".join(
         [
-            f"UPDATE {quote(table.name)} AS t SET {', '.join(assignments)}",  # noqa: S608
+            _update_set(quote, table, values, increment, release=release),
             f"FROM json_to_recordset(CAST(:rows AS json)) AS v({', '.join(record)})",
             f"WHERE {' AND '.join(conditions)} RETURNING t.{quote(key.name)}",
         ]
@@ -321,24 +335,19 @@ def _sqlite_batched_update(
     NULL matches NULL, as ``LeaseGuard.update``'s ``column == None`` does)."""
     quote = sqlite.dialect().identifier_preparer.quote
     key = row_key(table)
-    # The row's fields by name in the JSON (``_row``); the token as ``tk`` beside alias t.
-    fields = {"k": "k", "tk": "t"}
-    fields |= {name: name for name in (f"v{i}" for i in range(len(values)))}
-    fields |= {name: name for name in (f"e{i}" for i in range(len(expect)))}
-    fields |= {name: name for name in (f"i{i}" for i in range(len(increment)))}
+    # The row's fields as ``_row`` names them; its token as ``tk`` (``t`` is the table).
+    fields = [f"v{i}" for i in range(len(values))] + [f"e{i}" for i in range(len(expect))]
+    fields += [f"i{i}" for i in range(len(increment))]
     extracted = ", ".join(
-        f"json_extract(value, '$.{field}') AS {alias}" for alias, field in fields.items()
+        ["json_extract(value, '$.k') AS k", "json_extract(value, '$.t') AS tk"]
+        + [f"json_extract(value, '$.{field}') AS {field}" for field in fields]
     )
-    assignments = [f"{quote(name)} = v.v{i}" for i, name in enumerate(values)]
-    assignments += [f"{quote(name)} = t.{quote(name)} + v.i{i}" for i, name in enumerate(increment)]
-    if release:
-        assignments += [f"{quote(name)} = NULL" for name in released() if name not in values]
     conditions = [f"t.{quote(key.name)} = v.k", "t.lock_token = v.tk"]
     conditions += [f"t.{quote(name)} IS v.e{i}" for i, name in enumerate(expect)]
     # Identifiers from the table's definition, quoted; every value is in the one parameter.
     sql = " ".join(
         [
-            f"UPDATE {quote(table.name)} AS t SET {', '.join(assignments)}",  # noqa: S608
+            _update_set(quote, table, values, increment, release=release),
             f"FROM (SELECT {extracted} FROM json_each(:rows)) AS v",  # noqa: S608
             # SQLite's RETURNING names the updated table's columns unqualified.
             f"WHERE {' AND '.join(conditions)} RETURNING {quote(key.name)}",
