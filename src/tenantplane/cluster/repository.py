@@ -102,10 +102,8 @@ _CLUSTERS: Table = Cluster.__table__  # type: ignore[assignment]
 _EXISTS = select(Cluster.id).where(_OF_TENANT, _NAMED)
 _TENANT_PLAN = select(Tenant.plan).where(Tenant.id == bindparam("tenant_id"))
 # NO KEY UPDATE: creates of one tenant wait for each other, but the foreign-key checks of
-# writes to the tenant's rows (FOR KEY SHARE on the tenant) do not wait for a create. A
-# cluster row updated twice in one transaction is checked again on the second update, as
-# a reconciler's look does (its lease, then its status): with FOR UPDATE here each look
-# waited for the create holding the tenant (35 ms a look under a burst of creates).
+# writes to the tenant's rows (FOR KEY SHARE on the tenant: a secret's create, a cluster
+# row updated twice in one transaction) do not wait for a create.
 _TENANT_PLAN_LOCKED = _TENANT_PLAN.with_for_update(key_share=True)
 
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, or_, select, tuple_, update
+from sqlalchemy import func, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.schema import Table
 
@@ -125,16 +125,15 @@ class Fetcher:
         ]
 
     async def back_off_unheld(self, row_ids: Sequence[Any], seconds: float) -> None:
-        """Make rows that no live lease holds due in ``seconds``: rows leased in a
+        """Make rows still ready (due, no live lease) due in ``seconds``: rows leased in a
         transaction that rolled back (their lease went with it), left alone if another
         worker leased them since."""
         table = self.table
         async with self.database.transaction() as session:
             now = await database_now(session)
-            unheld = or_(table.c.lock_token.is_(None), table.c.lock_expires_at < now)
             await session.execute(
                 update(table)
-                .where(row_key(table).in_(row_ids), table.c.reconcile_at.is_not(None), unheld)
+                .where(row_key(table).in_(row_ids), ready_condition(table, now))
                 .values(reconcile_at=now + timedelta(seconds=seconds), **released())
             )
 

@@ -232,10 +232,6 @@ def _row(write: GuardedWrite) -> dict[str, Any]:
     }
 
 
-def _not_stored(value: Any) -> Any:
-    raise TypeError(f"{type(value).__name__} is not written by update_each")
-
-
 def _stored_rows(table: Table, group: Sequence[GuardedWrite], dialect: Dialect) -> str:
     """SQLite: the rows of one shape as JSON, each value as its column stores it (through
     the column type's own bind processing: a time as SQLite's text, a JSON document as its
@@ -254,7 +250,7 @@ def _stored_rows(table: Table, group: Sequence[GuardedWrite], dialect: Dialect) 
             if processor is not None:
                 row[name] = processor(row[name])
         rows.append(row)
-    return json.dumps(rows, default=_not_stored)
+    return json.dumps(rows, default=_json_value)
 
 
 def _json_value(value: Any) -> Any:
