@@ -55,6 +55,10 @@ LEASE_SECONDS = 3
 # Far beyond a lease plus the idle-in-transaction timeout below (takeover takes seconds).
 TAKEOVER_SECONDS = 60.0
 BUSY_CLUSTERS = 20
+# A simulator's look holds its committed leases only while its batch runs (5-20 ms, one
+# batch at a time per worker) and the clusters provision in a few seconds: a worker is
+# caught holding leases by polling faster than a batch lasts.
+LEASE_POLL_SECONDS = 0.005
 # A stopped worker's session is ended by PostgreSQL after this long idle in a transaction,
 # which releases its row locks (the deployment's settings for the database timeouts).
 DATABASE_TIMEOUTS = {
@@ -360,7 +364,12 @@ async def test_a_sigkilled_workers_clusters_are_taken_over(
         assert attempts <= 5, "the worker never held a lease when it was killed"
         if not victim.alive:
             await asyncio.to_thread(victim.restart)
-        await eventually(lambda: live_leases(database, victim), "worker-1 to hold leases", 120)
+        await eventually(
+            lambda: live_leases(database, victim),
+            "worker-1 to hold leases",
+            120,
+            interval=LEASE_POLL_SECONDS,
+        )
         victim.kill()
         killed_at = time.monotonic()
         held = await live_leases(database, victim)
@@ -432,7 +441,12 @@ async def test_a_sigstopped_workers_clusters_are_taken_over(
         while not frozen:
             tries += 1
             assert tries <= 200, "never caught worker-1 inside a transaction"
-            await eventually(lambda: live_leases(database, victim), "worker-1's leases", 120)
+            await eventually(
+                lambda: live_leases(database, victim),
+                "worker-1's leases",
+                120,
+                interval=LEASE_POLL_SECONDS,
+            )
             victim.pause()
             frozen = await stopped_in_a_transaction(database, victim)
             if not frozen:
