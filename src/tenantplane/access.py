@@ -31,7 +31,7 @@ from tenantplane.keys import KeyRing
 from tenantplane.member.models import Role
 from tenantplane.member.repository import find_membership
 from tenantplane.tenant.models import TenantState
-from tenantplane.tenant.service import check_writable
+from tenantplane.tenant.service import check_writable, check_writable_as_committed
 
 
 class TokenVerifier(Protocol):
@@ -192,6 +192,7 @@ def require(
     *,
     writable_in: frozenset[TenantState] = frozenset(),
     reads_only: bool = False,
+    write_checks_state: bool = False,
 ) -> AccessCheck:
     """The dependency enforcing ``level``; tagged so tests can read a route's level.
 
@@ -199,6 +200,10 @@ def require(
     (only for writes that change nothing of the tenant's and that an inactive tenant needs).
     ``reads_only``: for GETs answered by plain reads (db/reads.py): no request session is
     opened for the check (it costs as much as the read itself). Refused for writes.
+    ``write_checks_state``: for routes whose write may be one statement that takes the
+    tenant's state lock and checks the state itself (db/writes.py). The check here reads the
+    state as last committed, without the lock (the refusal keeps its place in the order of
+    checks); every other path of the route must call ``check_writable`` in its session.
     """
 
     async def public() -> None:
@@ -219,7 +224,11 @@ def require(
         principal = await principal_of(request, identity, tenant)
         # A write allowed in every state needs no look at the state, nor the lock that
         # orders it against state changes (it may call a remote service: the payment portal).
-        if request.method in WRITE_METHODS and not writable_in >= _INACTIVE_STATES:
+        if request.method not in WRITE_METHODS or writable_in >= _INACTIVE_STATES:
+            return principal
+        if write_checks_state:
+            await check_writable_as_committed(get_database(request).reads, principal.tenant_id)
+        else:
             await check_writable(session, principal.tenant_id, writable_in)
         return principal
 
@@ -260,6 +269,10 @@ Public = Annotated[None, Depends(require(Access.public))]
 AnyCaller = Annotated[Identity, Depends(require(Access.authenticated))]
 TenantMember = Annotated[Principal, Depends(require(Access.member))]
 TenantAdmin = Annotated[Principal, Depends(require(Access.admin))]
+# An admin write whose statement checks the tenant's state under its lock (see ``require``).
+TenantAdminStateInWrite = Annotated[
+    Principal, Depends(require(Access.admin, write_checks_state=True))
+]
 # The same levels for GETs that read through ``ReadsDep`` and open no session.
 TenantMemberReads = Annotated[Principal, Depends(require(Access.member, reads_only=True))]
 TenantAdminReads = Annotated[Principal, Depends(require(Access.admin, reads_only=True))]

@@ -42,6 +42,9 @@ class Settings(BaseSettings):
     db_max_overflow: int = Field(default=4, ge=0)
     # PostgreSQL: the autocommit connections that answer plain reads (GETs), besides the pool.
     db_read_pool_size: int = Field(default=4, ge=1)
+    # PostgreSQL: the autocommit connections of writes that are one statement (a secret's
+    # create), besides the pool.
+    db_write_pool_size: int = Field(default=4, ge=1)
     # The reconcilers of `serve` (TENANTPLANE_RUN_RECONCILERS) get a pool of their own, so that
     # a burst of requests queued on the request pool does not hold back provisioning.
     db_reconcile_pool_size: int = Field(default=4, ge=1)

@@ -15,6 +15,8 @@ from tenantplane.db.engine import Database
 from tenantplane.http.errors import Conflict
 from tenantplane.secret import service as secret_service
 from tenantplane.secret.schemas import SecretCreate
+from tenantplane.tenant import lifecycle
+from tenantplane.tenant.service import TenantSuspended
 from tests.conftest import make_settings
 from tests.factories import Factory, TenantFixture
 from tests.http_client import api_client, bearer, running_app
@@ -401,6 +403,7 @@ async def test_create_inserts_the_row_once_without_a_savepoint(
         async with database.transaction() as session:
             await secret_service.create(
                 session,
+                database,
                 tenant.id,
                 SecretCreate.model_validate({"name": "db-creds", "secretPath": "apps/db"}),
             )
@@ -411,18 +414,42 @@ async def test_create_inserts_the_row_once_without_a_savepoint(
 async def test_racing_creates_of_one_name_end_in_a_conflict(
     database: Database, factory: Factory
 ) -> None:
-    """The second create finds no committed row (PostgreSQL) and loses at its INSERT, or
-    waits for the write lock and then finds it (SQLite): a Conflict either way."""
+    """In a request's transaction, the second create finds no committed row (PostgreSQL) and
+    loses at its INSERT, or waits for the write lock and then finds it (SQLite); as a
+    statement of its own, it finds the row committed. A Conflict either way."""
     tenant = await factory.tenant()
     body = SecretCreate.model_validate({"name": "db-creds", "secretPath": "apps/db"})
     async with database.sessionmaker() as first, database.sessionmaker() as second:
-        await secret_service.create(first, tenant.id, body)
-        racing = asyncio.create_task(secret_service.create(second, tenant.id, body))
+        await first.begin()
+        await second.begin()
+        await secret_service.create(first, database, tenant.id, body)
+        racing = asyncio.create_task(secret_service.create(second, database, tenant.id, body))
         await asyncio.sleep(0.05)
         await first.commit()
         with pytest.raises(Conflict):
             await racing
         await second.rollback()
+    async with database.sessionmaker() as alone:
+        with pytest.raises(Conflict):
+            await secret_service.create(alone, database, tenant.id, body)
+
+
+async def test_a_create_alone_inserts_nothing_for_a_tenant_that_is_not_active(
+    database: Database, factory: Factory
+) -> None:
+    """The one-statement create checks the state itself (the access check before it read
+    the state without the lock, and it may have changed since): nothing is inserted, and the
+    refusal is the one the access check gives."""
+    tenant = await factory.tenant()
+    async with database.transaction() as session:
+        await lifecycle.suspend(session, tenant.name)
+    body = SecretCreate.model_validate({"name": "db-creds", "secretPath": "apps/db"})
+    async with database.sessionmaker() as session:
+        with pytest.raises(TenantSuspended):
+            await secret_service.create(session, database, tenant.id, body)
+        assert not session.in_transaction()  # it ran alone, not in the session
+    async with database.sessionmaker() as session:
+        assert await secret_service.list_secrets(session, tenant.id) == []
 
 
 async def test_a_taken_name_is_409_before_its_targets_are_checked(
@@ -448,9 +475,10 @@ async def test_a_taken_name_is_409_before_its_targets_are_checked(
 async def test_a_create_is_one_insert_that_carries_its_wake_up(
     database: Database, database_url: str, factory: Factory, tmp_path: Path
 ) -> None:
-    """No look for the name before the INSERT (the unique index answers a taken one, with
-    the same envelope), and on PostgreSQL the NOTIFY that wakes other processes' reconcilers
-    rides in the INSERT instead of a statement of its own, and is delivered at commit."""
+    """A create without targets is one statement of its own (db/writes.py): the INSERT takes
+    the tenant's state lock and checks the state itself, no look for the name comes before
+    it (the unique index answers a taken one, with the same envelope), and on PostgreSQL the
+    NOTIFY that wakes other processes' reconcilers rides in it, delivered at its commit."""
     tenant = await factory.tenant()
     postgresql = database.engine.dialect.name == "postgresql"
     # Reconcilers off: the statements seen are the requests' alone.
@@ -460,7 +488,7 @@ async def test_a_create_is_one_insert_that_carries_its_wake_up(
         running_app(settings) as app,
         api_client(app) as client,
     ):
-        with statements_sent(app.state.database.engine) as statements:
+        with statements_sent(app.state.database) as statements:
             response = await create(client, tenant, {"name": "db-creds", "secretPath": "apps/db"})
             taken = await create(client, tenant, {"name": "db-creds", "secretPath": "apps/x"})
         cluster = await factory.cluster_row(tenant.id, "prod")
@@ -477,6 +505,13 @@ async def test_a_create_is_one_insert_that_carries_its_wake_up(
         assert not [s for s in statements if s.startswith("SELECT") and "FROM SECRETS" in s]
         inserts = [s for s in statements if s.startswith("INSERT INTO SECRETS")]
         assert len(inserts) == 2, statements
+        # Nothing else: the state is read under its lock in the INSERT (the access check
+        # read it as committed, a plain read, not counted here; the key's lastUsedAt is
+        # bookkeeping of its own).
+        others = [s for s in statements if not s.startswith(("BEGIN", "COMMIT", "UPDATE API_KEYS"))]
+        assert others == inserts
+        state = "TENANT_STATE_FOR_WRITE(" if postgresql else "FROM TENANTS"
+        assert all(state in insert for insert in inserts), inserts
         assert notifies(statements) == (inserts if postgresql else []), statements
         await woken.delivered()
 

@@ -10,6 +10,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -18,10 +19,11 @@ from sqlalchemy import text
 from tenantplane.db.engine import Database
 from tenantplane.tenant import lifecycle
 from tests.conftest import TEST_SECRET
-from tests.factories import Factory
+from tests.factories import Factory, TenantFixture
 from tests.http_client import api_on_a_postgres_of_its_own, bearer
 
 DEADLINE_SECONDS = 30.0
+KEYED = {"Idempotency-Key": '"state-change-1"'}
 WAITING_FOR_TENANT_LOCK = text(
     "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = :id"
 )
@@ -57,23 +59,58 @@ async def wait_for_a_waiter(
         await asyncio.sleep(0.02)
 
 
-async def test_a_write_during_a_state_change_waits_and_obeys_it(postgres: Postgres) -> None:
+# Writes that take the tenant's state lock each their own way: in the access check (a
+# cluster); in the one statement that is the whole create (a secret, db/writes.py); in the
+# request's transaction before the Idempotency-Key is claimed, or before the targets are
+# looked up (a secret whose access check read the state without the lock).
+WRITES: dict[str, tuple[str, dict[str, Any], dict[str, str]]] = {
+    "cluster": ("clusters", {"name": "app"}, {}),
+    "secret in one statement": ("secrets", {"name": "db", "secretPath": "kv/db"}, {}),
+    "secret under a key": ("secrets", {"name": "db", "secretPath": "kv/db"}, KEYED),
+    "secret with targets": (
+        "secrets",
+        {"name": "db", "secretPath": "kv/db", "sync": [{"cluster": "prod", "namespace": "a"}]},
+        {},
+    ),
+}
+
+
+async def request_again(
+    postgres: Postgres,
+    tenant: TenantFixture,
+    feature: str,
+    body: dict[str, Any],
+    headers: dict[str, str],
+) -> httpx.Response:
+    return await postgres.client.post(
+        f"{tenant.path}/{feature}", json=body, headers={**bearer(tenant.admin_key), **headers}
+    )
+
+
+@pytest.mark.parametrize("write", list(WRITES))
+async def test_a_write_during_a_state_change_waits_and_obeys_it(
+    postgres: Postgres, write: str
+) -> None:
+    feature, body, headers = WRITES[write]
     tenant = await postgres.factory.tenant()
+    await postgres.factory.cluster_row(tenant.id, "prod")
     async with postgres.database.transaction() as session:
         await lifecycle.suspend(session, tenant.name)  # not committed yet
-        write = asyncio.create_task(
-            postgres.client.post(
-                f"{tenant.path}/clusters", json={"name": "app"}, headers=bearer(tenant.admin_key)
-            )
-        )
-        await wait_for_a_waiter(postgres.database, tenant.id, write)
-    response = await write
+        answer = asyncio.create_task(request_again(postgres, tenant, feature, body, headers))
+        await wait_for_a_waiter(postgres.database, tenant.id, answer)
+    response = await answer
     assert response.status_code == 403, response.text
     assert response.json()["code"] == "TENANT_SUSPENDED"
-    clusters = await postgres.client.get(
-        f"{tenant.path}/clusters", headers=bearer(tenant.admin_key)
-    )
-    assert clusters.json()["items"] == []
+    listed = await postgres.client.get(f"{tenant.path}/{feature}", headers=bearer(tenant.admin_key))
+    names = [item["name"] for item in listed.json()["items"]]
+    assert names == (["prod"] if feature == "clusters" else []), names
+    if headers:
+        # The refusal came before the key was claimed: not kept, so the same request runs
+        # once the tenant is active again (a kept 403 would be replayed).
+        async with postgres.database.transaction() as session:
+            await lifecycle.resume(session, tenant.name)
+        again = await request_again(postgres, tenant, feature, body, headers)
+        assert again.status_code == 201, again.text
 
 
 async def test_writes_of_one_tenant_do_not_wait_for_each_other(postgres: Postgres) -> None:

@@ -20,13 +20,19 @@ from fastapi.routing import APIRoute
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tenantplane.access import Principal, TenantAdmin, TenantAdminInAnyState
+from tenantplane.access import (
+    Principal,
+    TenantAdmin,
+    TenantAdminInAnyState,
+    TenantAdminStateInWrite,
+)
 from tenantplane.db.clock import database_now
 from tenantplane.db.session import SessionDep
 from tenantplane.http.errors import ApiError, error_responses, validation_error
 from tenantplane.idempotency import service
 from tenantplane.idempotency.repository import IdempotencyRepository
 from tenantplane.keys import KeyRing
+from tenantplane.tenant.service import check_writable
 
 log = structlog.get_logger(__name__)
 
@@ -108,12 +114,22 @@ async def _store_failure(
 
 @asynccontextmanager
 async def _idempotent(
-    request: Request, principal: Principal, session: AsyncSession, header: str | None
+    request: Request,
+    principal: Principal,
+    session: AsyncSession,
+    header: str | None,
+    *,
+    lock_state: bool = False,
 ) -> AsyncIterator[None]:
     if header is None:
         yield
         return
     key = service.parse_key(header)
+    if lock_state:
+        # The access check read the state without its lock (TenantAdminStateInWrite): the
+        # request's transaction takes it now, before the key is claimed, as every other
+        # write's does in its access check.
+        await check_writable(session, principal.tenant_id)
     keys: KeyRing = request.app.state.keys
     fingerprint = service.fingerprint(request.method, request.url.path, await request.body())
     repository = IdempotencyRepository.from_session(session)
@@ -166,8 +182,21 @@ async def idempotent_admin_write_in_any_state(
         yield
 
 
+async def idempotent_admin_write_state_in_write(
+    request: Request,
+    principal: TenantAdminStateInWrite,
+    session: SessionDep,
+    idempotency_key: IdempotencyKeyHeader = None,
+) -> AsyncIterator[None]:
+    async with _idempotent(request, principal, session, idempotency_key, lock_state=True):
+        yield
+
+
 # scope="function": it must close before the session it writes to commits.
 Idempotent = Annotated[None, Depends(idempotent_admin_write, scope="function")]
 IdempotentInAnyState = Annotated[
     None, Depends(idempotent_admin_write_in_any_state, scope="function")
+]
+IdempotentStateInWrite = Annotated[
+    None, Depends(idempotent_admin_write_state_in_write, scope="function")
 ]

@@ -107,11 +107,15 @@ def notify_in_statement(session: AsyncSession, name: str) -> ColumnElement[Any] 
     if sync_session.get_bind().dialect.name != "postgresql" or sync_session.in_nested_transaction():
         return None
     sync_session.info.setdefault(_NOTIFIED_KEY, set()).add(name)
-    return _notify(name)
+    return notify_expression(name)
 
 
 @functools.cache
-def _notify(name: str) -> ColumnElement[Any]:
+def notify_expression(name: str) -> ColumnElement[Any]:
+    """PostgreSQL's NOTIFY that wakes the reconciler ``name`` in other processes, as an
+    expression of a statement; delivered when the statement's transaction commits. A
+    statement that is its own transaction (db/writes.py) carries it, then ``wake_now`` wakes
+    this process's runners."""
     # One expression per name, the same object every time: a statement that carries it can
     # be built once and kept (keyed by it), not rebuilt per request.
     return func.pg_notify(NOTIFY_CHANNEL, name)

@@ -4,13 +4,17 @@ from typing import Annotated
 
 from fastapi import APIRouter, Response, status
 
-from tenantplane.access import TenantAdmin, TenantMember
-from tenantplane.db.session import SessionDep
+from tenantplane.access import TenantAdmin, TenantAdminStateInWrite, TenantMember
+from tenantplane.db.session import DatabaseDep, SessionDep
 from tenantplane.http.errors import error_responses
 from tenantplane.http.etag import IfMatch, set_etag
 from tenantplane.http.names import resource_name_path
 from tenantplane.http.schemas import ItemList
-from tenantplane.idempotency.dependency import IDEMPOTENCY_RESPONSES, CapturingRoute, Idempotent
+from tenantplane.idempotency.dependency import (
+    IDEMPOTENCY_RESPONSES,
+    CapturingRoute,
+    IdempotentStateInWrite,
+)
 from tenantplane.secret import service
 from tenantplane.secret.schemas import SecretCreate, SecretRead, SecretUpdate
 
@@ -25,17 +29,18 @@ router = APIRouter(prefix="/tenants/{tenant}/secrets", tags=["secrets"], route_c
     responses={**error_responses(409), **IDEMPOTENCY_RESPONSES},
 )
 async def create_secret(
-    principal: TenantAdmin,
-    _: Idempotent,
+    principal: TenantAdminStateInWrite,
+    _: IdempotentStateInWrite,
     body: SecretCreate,
     session: SessionDep,
+    database: DatabaseDep,
     response: Response,
 ) -> SecretRead:
     """Create a managed secret.
 
     It points at a path in the tenant's vault and may name sync targets. Admin.
     """
-    secret = await service.create(session, principal.tenant_id, body)
+    secret = await service.create(session, database, principal.tenant_id, body)
     set_etag(response, secret.resource_version)
     return SecretRead.of(secret)
 

@@ -9,13 +9,15 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.db.base import utcnow
+from tenantplane.db.engine import Database
+from tenantplane.db.writes import Writes
 from tenantplane.http.errors import Conflict, NotFound, ValidationFailed
 from tenantplane.http.etag import check_if_match
 from tenantplane.http.names import path_name
-from tenantplane.reconcile import wake_after_commit
-from tenantplane.reconcile.hints import notify_in_statement
+from tenantplane.reconcile import wake_after_commit, wake_now
+from tenantplane.reconcile.hints import notify_expression, notify_in_statement
 from tenantplane.secret.models import Secret, SyncPhase
-from tenantplane.secret.repository import SecretRepository
+from tenantplane.secret.repository import SecretRepository, insert_if_tenant_active
 from tenantplane.secret.schemas import SecretCreate, SyncTargetIn
 from tenantplane.secret.status import (
     initial_conditions,
@@ -24,6 +26,8 @@ from tenantplane.secret.status import (
     statuses_for_new_targets,
     target_key,
 )
+from tenantplane.tenant.repository import committed_state
+from tenantplane.tenant.service import check_writable, refuse_unless_writable
 
 RECONCILER = "secrets"
 
@@ -68,17 +72,61 @@ def _schedule(session: AsyncSession, secret: Secret) -> None:
     wake_after_commit(session, RECONCILER)
 
 
-async def create(session: AsyncSession, tenant_id: int, body: SecretCreate) -> Secret:
+async def create(
+    session: AsyncSession, database: Database, tenant_id: int, body: SecretCreate
+) -> Secret:
+    """Create the secret. With nothing to look up first (no sync targets) and nothing else
+    in the request's transaction, the create is one statement of its own (db/writes.py):
+    the access check (``TenantAdminStateInWrite``) read the tenant's state without its lock,
+    and the statement takes the lock and checks the state again."""
+    if body.sync or session.in_transaction():
+        # Targets are checked against the tenant's clusters in the request's transaction;
+        # one already begun (an Idempotency-Key claimed in it) must hold the create too.
+        return await _create_in_session(session, tenant_id, body)
+    secret = _new_secret(tenant_id, body, [])
+    while not await _insert_alone(database.writes, secret):
+        # The tenant was not active when the statement held its state lock: it changed since
+        # the access check. Answered as the check would have; should the tenant be active
+        # again already, the statement runs again.
+        refuse_unless_writable(await committed_state(database.reads, tenant_id))
+    wake_now(RECONCILER)
+    return secret
+
+
+async def _insert_alone(writes: Writes, secret: Secret) -> bool:
+    notify = notify_expression(RECONCILER) if writes.is_postgresql else None
+    try:
+        return await insert_if_tenant_active(writes, secret, returning=notify)
+    except IntegrityError as exc:
+        raise _name_taken(secret.name) from exc
+
+
+async def _create_in_session(session: AsyncSession, tenant_id: int, body: SecretCreate) -> Secret:
+    # The state lock first, as every other write's access check takes it (the request's
+    # access check did not: see ``create``).
+    await check_writable(session, tenant_id)
     repository = SecretRepository.from_session(session)
     targets: list[dict[str, str]] = []
     if body.sync:
         # A taken name is answered before the targets are checked (409 before 400). Without
         # targets the unique constraint alone answers it, a round trip fewer per create.
         if await repository.get(tenant_id, body.name) is not None:
-            raise Conflict(f"a secret named {body.name!r} already exists", field="name")
+            raise _name_taken(body.name)
         targets = await resolve_targets(repository, tenant_id, body.name, body.sync)
+    secret = _new_secret(tenant_id, body, targets)
+    try:
+        # A concurrent create of the same name fails here, at its INSERT (the unique index),
+        # not at commit. No savepoint: the request's transaction is rolled back on the
+        # conflict anyway.
+        await repository.insert(secret, returning=notify_in_statement(session, RECONCILER))
+    except IntegrityError as exc:
+        raise _name_taken(body.name) from exc
+    return secret
+
+
+def _new_secret(tenant_id: int, body: SecretCreate, targets: list[dict[str, str]]) -> Secret:
     now = utcnow()
-    secret = Secret(
+    return Secret(
         uid=uuid.uuid4().hex,
         tenant_id=tenant_id,
         name=body.name,
@@ -86,21 +134,19 @@ async def create(session: AsyncSession, tenant_id: int, body: SecretCreate) -> S
         secret_path=body.secret_path,
         sync=targets,
         generation=1,
+        deletion_requested_at=None,
         phase=SyncPhase.pending.value,
+        observed_generation=0,
         sync_statuses=[reconciling_entry(target) for target in targets],
         conditions=initial_conditions(1, now),
         applied=[],
         resource_version=1,
         reconcile_at=now,
     )
-    try:
-        # A concurrent create of the same name fails here, at its INSERT (the unique index),
-        # not at commit. No savepoint: the request's transaction is rolled back on the
-        # conflict anyway.
-        await repository.insert(secret, returning=notify_in_statement(session, RECONCILER))
-    except IntegrityError as exc:
-        raise Conflict(f"a secret named {body.name!r} already exists", field="name") from exc
-    return secret
+
+
+def _name_taken(name: str) -> Conflict:
+    return Conflict(f"a secret named {name!r} already exists", field="name")
 
 
 async def list_secrets(session: AsyncSession, tenant_id: int) -> Sequence[Secret]:
