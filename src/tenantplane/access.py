@@ -12,6 +12,7 @@ who is not a member of a tenant gets the same 403 whether the tenant exists or n
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Protocol
@@ -25,7 +26,7 @@ from tenantplane.db.engine import Database
 from tenantplane.db.reads import Reads
 from tenantplane.db.session import SessionDep, get_database
 from tenantplane.http.access import Access, AccessCheck, tag_access
-from tenantplane.http.errors import Forbidden, Unauthenticated
+from tenantplane.http.errors import Forbidden, Unauthenticated, check_before_validation_errors
 from tenantplane.http.names import TenantPath, path_name
 from tenantplane.keys import KeyRing
 from tenantplane.member.models import Role
@@ -201,9 +202,10 @@ def require(
     ``reads_only``: for GETs answered by plain reads (db/reads.py): no request session is
     opened for the check (it costs as much as the read itself). Refused for writes.
     ``write_checks_state``: for routes whose write may be one statement that takes the
-    tenant's state lock and checks the state itself (db/writes.py). The check here reads the
-    state as last committed, without the lock (the refusal keeps its place in the order of
-    checks); every other path of the route must call ``check_writable`` in its session.
+    tenant's state lock and checks the state itself (db/writes.py); nothing is read here.
+    A validation error of the request reads the state as last committed first (the refusal
+    keeps its place in the order of checks); every other path of the route must call
+    ``check_writable`` in its session before anything else.
     """
 
     async def public() -> None:
@@ -227,7 +229,12 @@ def require(
         if request.method not in WRITE_METHODS or writable_in >= _INACTIVE_STATES:
             return principal
         if write_checks_state:
-            await check_writable_as_committed(get_database(request).reads, principal.tenant_id)
+            # The write checks the state under the lock in its own statement. Of what comes
+            # before it, only the body's validation must not be answered before the state:
+            # that answer asks for the state first.
+            reads = get_database(request).reads
+            check = functools.partial(check_writable_as_committed, reads, principal.tenant_id)
+            check_before_validation_errors(request, check)
         else:
             await check_writable(session, principal.tenant_id, writable_in)
         return principal

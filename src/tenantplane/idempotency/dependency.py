@@ -124,12 +124,12 @@ async def _idempotent(
     if header is None:
         yield
         return
-    key = service.parse_key(header)
     if lock_state:
-        # The access check read the state without its lock (TenantAdminStateInWrite): the
-        # request's transaction takes it now, before the key is claimed, as every other
-        # write's does in its access check.
+        # The access check left the state to the write (TenantAdminStateInWrite): the
+        # request's transaction takes its lock now, before the key is looked at, as every
+        # other write's access check does.
         await check_writable(session, principal.tenant_id)
+    key = service.parse_key(header)
     keys: KeyRing = request.app.state.keys
     fingerprint = service.fingerprint(request.method, request.url.path, await request.body())
     repository = IdempotencyRepository.from_session(session)
