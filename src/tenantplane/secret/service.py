@@ -11,7 +11,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tenantplane.db.base import utcnow
 from tenantplane.db.engine import Database
 from tenantplane.db.writes import Writes
-from tenantplane.http.errors import Conflict, NotFound, ValidationFailed
+from tenantplane.http.errors import (
+    DATABASE_BUSY_RETRY_SECONDS,
+    Conflict,
+    Forbidden,
+    NotFound,
+    ServiceUnavailable,
+    ValidationFailed,
+)
 from tenantplane.http.etag import check_if_match
 from tenantplane.http.names import path_name
 from tenantplane.reconcile import wake_after_commit, wake_now
@@ -76,21 +83,30 @@ async def create(
     session: AsyncSession, database: Database, tenant_id: int, body: SecretCreate
 ) -> Secret:
     """Create the secret. With nothing to look up first (no sync targets) and nothing else
-    in the request's transaction, the create is one statement of its own (db/writes.py):
-    the access check (``TenantAdminStateInWrite``) read the tenant's state without its lock,
-    and the statement takes the lock and checks the state again."""
+    in the request's transaction, the create is one statement of its own (db/writes.py)
+    that takes the tenant's state lock and checks the state: the access check
+    (``TenantAdminStateInWrite``) left that to it."""
     if body.sync or session.in_transaction():
         # Targets are checked against the tenant's clusters in the request's transaction;
         # one already begun (an Idempotency-Key claimed in it) must hold the create too.
         return await _create_in_session(session, tenant_id, body)
     secret = _new_secret(tenant_id, body, [])
-    while not await _insert_alone(database.writes, secret):
-        # The tenant was not active when the statement held its state lock: it changed since
-        # the access check. Answered as the check would have; should the tenant be active
-        # again already, the statement runs again.
-        refuse_unless_writable(await committed_state(database.reads, tenant_id))
-    wake_now(RECONCILER)
-    return secret
+    for _ in range(2):
+        if await _insert_alone(database.writes, secret):
+            wake_now(RECONCILER)
+            return secret
+        # The tenant was not active when the statement held its state lock: refused as the
+        # access check would have. Active again already (a suspension lifted meanwhile), it
+        # gets one more try.
+        state = await committed_state(database.reads, tenant_id)
+        if state is None:
+            raise Forbidden("not a member of this tenant")  # as for a tenant that never was
+        refuse_unless_writable(state)
+    raise ServiceUnavailable(
+        "the tenant's state changed during the request; retry",
+        code="DATABASE_BUSY",
+        retry_after=DATABASE_BUSY_RETRY_SECONDS,
+    )
 
 
 async def _insert_alone(writes: Writes, secret: Secret) -> bool:
@@ -102,8 +118,9 @@ async def _insert_alone(writes: Writes, secret: Secret) -> bool:
 
 
 async def _create_in_session(session: AsyncSession, tenant_id: int, body: SecretCreate) -> Secret:
-    # The state lock first, as every other write's access check takes it (the request's
-    # access check did not: see ``create``).
+    # The state lock first, as every other write's access check takes it (this route's
+    # left it to the write: see ``create``). Under an Idempotency-Key the key's dependency
+    # took it already; taking a shared lock again costs a round trip and changes nothing.
     await check_writable(session, tenant_id)
     repository = SecretRepository.from_session(session)
     targets: list[dict[str, str]] = []

@@ -51,8 +51,9 @@ async def check_writable(
 
 async def check_writable_as_committed(reads: Reads, tenant_id: int) -> None:
     """``check_writable`` for a route whose write is one statement that takes the state lock
-    and checks the state itself (db/writes.py): the state as last committed, without the
-    lock, so the refusal comes in its place in the order of checks (before the body's)."""
+    and checks the state itself (db/writes.py), when something else is to be answered first
+    (an invalid body): the state as last committed, without the lock, so that the refusal
+    comes in its place in the order of checks."""
     refuse_unless_writable(await committed_state(reads, tenant_id))
 
 
