@@ -516,6 +516,42 @@ async def test_a_create_is_one_insert_that_carries_its_wake_up(
         await woken.delivered()
 
 
+async def test_a_create_in_the_requests_transaction_reads_the_state_once(
+    database: Database, database_url: str, factory: Factory, tmp_path: Path
+) -> None:
+    """Under an Idempotency-Key, or with targets, the create runs in the request's
+    transaction: the tenant's state is read there once, under its lock, whoever takes it
+    (the key's dependency, before it claims the key; or the create)."""
+    tenant = await factory.tenant()
+    cluster = await factory.cluster_row(tenant.id, "prod")
+    targets = [{"cluster": cluster.name, "namespace": "n"}]
+    postgresql = database.engine.dialect.name == "postgresql"
+    state_read = "TENANT_STATE_FOR_WRITE(" if postgresql else "SELECT TENANTS.STATE FROM TENANTS"
+    settings = make_settings(database_url, tmp_path, run_reconcilers=False)
+    bodies = {
+        "keyed": ({"name": "keyed", "secretPath": "apps/k"}, {"Idempotency-Key": '"once-1"'}),
+        "targets": (
+            {"name": "targets", "secretPath": "apps/t", "sync": targets},
+            {},
+        ),
+        "both": (
+            {"name": "both", "secretPath": "apps/b", "sync": targets},
+            {"Idempotency-Key": '"once-2"'},
+        ),
+    }
+    async with running_app(settings) as app, api_client(app) as client:
+        for name, (body, headers) in bodies.items():
+            with statements_sent(app.state.database) as statements:
+                response = await client.post(
+                    f"{tenant.path}/secrets",
+                    json=body,
+                    headers={**bearer(tenant.admin_key), **headers},
+                )
+            assert response.status_code == 201, (name, response.text)
+            reads = [s for s in statements if state_read in s]
+            assert len(reads) == 1, (name, statements)
+
+
 async def test_a_taken_name_under_an_idempotency_key_is_kept_and_replayed(
     client: httpx.AsyncClient, factory: Factory
 ) -> None:

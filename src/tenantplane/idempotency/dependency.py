@@ -120,9 +120,11 @@ async def _idempotent(
     header: str | None,
     *,
     lock_state: bool = False,
-) -> AsyncIterator[None]:
+) -> AsyncIterator[bool]:
+    """Yields whether the request's transaction now holds the tenant's state lock (taken
+    here: ``lock_state`` and a key given)."""
     if header is None:
-        yield
+        yield False
         return
     if lock_state:
         # The access check left the state to the write (TenantAdminStateInWrite): the
@@ -142,7 +144,7 @@ async def _idempotent(
         now=await database_now(session),
     )
     try:
-        yield
+        yield lock_state
     except BaseException as exc:
         answer = _failure_response(exc)
         if answer is not None:
@@ -187,9 +189,11 @@ async def idempotent_admin_write_state_in_write(
     principal: TenantAdminStateInWrite,
     session: SessionDep,
     idempotency_key: IdempotencyKeyHeader = None,
-) -> AsyncIterator[None]:
-    async with _idempotent(request, principal, session, idempotency_key, lock_state=True):
-        yield
+) -> AsyncIterator[bool]:
+    async with _idempotent(
+        request, principal, session, idempotency_key, lock_state=True
+    ) as state_locked:
+        yield state_locked
 
 
 # scope="function": it must close before the session it writes to commits.
@@ -197,6 +201,7 @@ Idempotent = Annotated[None, Depends(idempotent_admin_write, scope="function")]
 IdempotentInAnyState = Annotated[
     None, Depends(idempotent_admin_write_in_any_state, scope="function")
 ]
+# True when a key was given: the request's transaction then holds the tenant's state lock.
 IdempotentStateInWrite = Annotated[
-    None, Depends(idempotent_admin_write_state_in_write, scope="function")
+    bool, Depends(idempotent_admin_write_state_in_write, scope="function")
 ]

@@ -30,7 +30,7 @@ router = APIRouter(prefix="/tenants/{tenant}/secrets", tags=["secrets"], route_c
 )
 async def create_secret(
     principal: TenantAdminStateInWrite,
-    _: IdempotentStateInWrite,
+    state_locked: IdempotentStateInWrite,
     body: SecretCreate,
     session: SessionDep,
     database: DatabaseDep,
@@ -40,7 +40,9 @@ async def create_secret(
 
     It points at a path in the tenant's vault and may name sync targets. Admin.
     """
-    secret = await service.create(session, database, principal.tenant_id, body)
+    secret = await service.create(
+        session, database, principal.tenant_id, body, state_locked=state_locked
+    )
     set_etag(response, secret.resource_version)
     return SecretRead.of(secret)
 

@@ -80,15 +80,25 @@ def _schedule(session: AsyncSession, secret: Secret) -> None:
 
 
 async def create(
-    session: AsyncSession, database: Database, tenant_id: int, body: SecretCreate
+    session: AsyncSession,
+    database: Database,
+    tenant_id: int,
+    body: SecretCreate,
+    *,
+    state_locked: bool = False,
 ) -> Secret:
     """Create the secret. With nothing to look up first (no sync targets) and nothing else
     in the request's transaction, the create is one statement of its own (db/writes.py)
     that takes the tenant's state lock and checks the state: the access check
     (``TenantAdminStateInWrite``) left that to it."""
-    if body.sync or session.in_transaction():
+    if body.sync or state_locked or session.in_transaction():
         # Targets are checked against the tenant's clusters in the request's transaction;
         # one already begun (an Idempotency-Key claimed in it) must hold the create too.
+        if not state_locked:
+            # The state lock first, as every other write's access check takes it (this
+            # route's left it to the write). ``state_locked``: the Idempotency-Key's
+            # dependency took it already.
+            await check_writable(session, tenant_id)
         return await _create_in_session(session, tenant_id, body)
     secret = _new_secret(tenant_id, body, [])
     for _ in range(2):
@@ -118,10 +128,6 @@ async def _insert_alone(writes: Writes, secret: Secret) -> bool:
 
 
 async def _create_in_session(session: AsyncSession, tenant_id: int, body: SecretCreate) -> Secret:
-    # The state lock first, as every other write's access check takes it (this route's
-    # left it to the write: see ``create``). Under an Idempotency-Key the key's dependency
-    # took it already; taking a shared lock again costs a round trip and changes nothing.
-    await check_writable(session, tenant_id)
     repository = SecretRepository.from_session(session)
     targets: list[dict[str, str]] = []
     if body.sync:
