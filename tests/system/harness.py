@@ -259,10 +259,16 @@ def owner_of(node: Node) -> str:
 
 
 async def eventually(
-    check: Callable[[], Awaitable[T | None]], what: str, deadline: float, interval: float = 0.1
+    check: Callable[[], Awaitable[T | None]],
+    what: str,
+    deadline: float,
+    interval: float = 0.1,
+    *,
+    explain: Callable[[], Awaitable[str]] | None = None,
 ) -> T:
     """The first truthy result of ``check``, polled until ``deadline`` seconds have passed
-    (the deadline turns a hang into a failure; it measures nothing)."""
+    (the deadline turns a hang into a failure; it measures nothing). ``explain`` describes,
+    in the failure's message, the state that kept ``check`` from passing."""
     loop = asyncio.get_running_loop()
     give_up = loop.time() + deadline
     while True:
@@ -270,5 +276,6 @@ async def eventually(
         if result:
             return result
         if loop.time() > give_up:
-            pytest.fail(f"gave up after {deadline:.0f}s waiting for {what}")
+            state = f"\n{await explain()}" if explain is not None else ""
+            pytest.fail(f"gave up after {deadline:.0f}s waiting for {what}{state}")
         await asyncio.sleep(interval)

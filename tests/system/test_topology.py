@@ -335,6 +335,48 @@ async def taken_over(database: Database, held: dict[int, str]) -> bool:
         return all(token != held[row_id] for row_id, token in rows)
 
 
+async def takeover_state(database: Database, held: dict[int, str], nodes: Iterable[Node]) -> str:
+    """Why a takeover has not happened: the held rows, every session of the deployment and
+    the lock waits, and which processes are alive (for a failure's message)."""
+    async with database.sessionmaker() as session:
+        rows = await session.execute(
+            select(
+                Cluster.id,
+                Cluster.lock_owner,
+                Cluster.lock_token,
+                Cluster.lock_expires_at,
+                Cluster.reconcile_at,
+                Cluster.phase,
+            ).where(Cluster.id.in_(held))
+        )
+        clusters = [
+            {**row._mapping, "lock_token": "held" if row.lock_token == held[row.id] else "new"}
+            for row in rows
+        ]
+        activity = await session.execute(
+            text(
+                "SELECT application_name, pid, state, wait_event_type, wait_event,"
+                " backend_xid, now() - xact_start AS in_transaction, left(query, 120) AS query"
+                " FROM pg_stat_activity WHERE datname = current_database()"
+                " AND pid <> pg_backend_pid() ORDER BY application_name, pid"
+            )
+        )
+        sessions = [dict(row._mapping) for row in activity]
+        waits = await session.execute(
+            text(
+                "SELECT pid, locktype, relation::regclass::text, mode"
+                " FROM pg_locks WHERE NOT granted"
+            )
+        )
+        waiting = [dict(row._mapping) for row in waits]
+        now = (await session.execute(select(func.now()))).scalar_one()
+    alive = {node.name: node.alive for node in nodes}
+    lines = [f"now: {now}", f"processes alive: {alive}", "held rows:", *map(str, clusters)]
+    lines.append("sessions:")
+    lines += [*map(str, sessions), "lock waits:", *map(str, waiting)]
+    return "\n".join(lines)
+
+
 async def busy_deployment(
     fleet: Fleet, connections: Connections, tmp_path: Path, postgres_url: str, **settings: str
 ) -> tuple[Database, Node, list[TenantFixture], list[Node]]:
@@ -375,7 +417,10 @@ async def test_a_sigkilled_workers_clusters_are_taken_over(
         held = await live_leases(database, victim)
 
     await eventually(
-        lambda: taken_over(database, held), "worker-2 to take the leases over", TAKEOVER_SECONDS
+        lambda: taken_over(database, held),
+        "worker-2 to take the leases over",
+        TAKEOVER_SECONDS,
+        explain=lambda: takeover_state(database, held, [victim, survivor, api]),
     )
     takeover = time.monotonic() - killed_at
     async with http(api) as client:
@@ -465,6 +510,7 @@ async def test_a_sigstopped_workers_clusters_are_taken_over(
                 lambda: taken_over(database, held),
                 "worker-2 to take the frozen worker's leases over",
                 TAKEOVER_SECONDS,
+                explain=lambda: takeover_state(database, held, [victim, survivor, api]),
             )
             takeover = time.monotonic() - stopped_at
             await eventually(
