@@ -14,13 +14,17 @@ from sqlalchemy import select, update
 
 from tenantplane.db.engine import Database
 from tenantplane.reconcile.fetcher import Fetcher
+from tenantplane.providers.sync import ClusterRef, CopySpec
+from tenantplane.providers.sync.simulator import SimulatorSyncProvider
 from tenantplane.reconcile.registry import ReconcileContext
+from tenantplane.reconcile.runner import ReconcilerRunner
 from tenantplane.secret.models import Secret
 from tenantplane.secret.reconciler import SecretReconciler, SecretView, build_secret_reconciler
 from tests.conftest import make_settings
 from tests.factories import Factory
 from tests.http_client import api_client, bearer, running_app
 from tests.secret.support import copies_in, target_statuses
+from tests.statements import statements_sent
 
 SECRETS = SecretReconciler.table
 
@@ -212,3 +216,69 @@ async def test_a_batch_applies_each_secret_under_its_own_lease_and_generation(
     assert bodies["stolen"]["status"]["phase"] == "Pending"
     assert bodies["stolen"]["resourceVersion"] == versions["stolen"]
     assert rows["stolen"].lock_token == "another-worker"
+
+
+class CallsInFlight(SimulatorSyncProvider):
+    """The simulated External Secrets, counting the copies being placed at once."""
+
+    def __init__(self, database: Database) -> None:
+        super().__init__(database)
+        self.in_flight = 0
+        self.most = 0
+
+    async def apply(self, cluster: ClusterRef, copy: CopySpec) -> bool:
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        try:
+            return await super().apply(cluster, copy)
+        finally:
+            self.in_flight -= 1
+
+
+async def test_a_look_takes_a_whole_batch_and_bounds_its_calls_to_the_concurrency(
+    factory: Factory, database: Database, database_url: str, tmp_path: Path
+) -> None:
+    """A look's reads and writes are one statement each whatever its rows, so it takes up
+    to TENANTPLANE_RECONCILE_BATCH_SIZE of them; the calls to the clusters (and to vault)
+    stay at most TENANTPLANE_RECONCILE_CONCURRENCY at once."""
+    settings = make_settings(
+        database_url, tmp_path, reconcile_batch_size=12, reconcile_concurrency=3
+    )
+    built = build_secret_reconciler(ReconcileContext(settings, database))
+    assert isinstance(built, SecretReconciler)
+    provider = CallsInFlight(database)
+    reconciler = SecretReconciler(
+        built.vault,
+        provider,
+        resync_seconds=settings.secret_resync_seconds,
+        retry_seconds=settings.secret_retry_seconds,
+        concurrency=settings.reconcile_concurrency,
+        batch_size=settings.reconcile_batch_size,
+    )
+    assert built.concurrency == reconciler.concurrency == 12
+    tenant = await factory.tenant()
+    await factory.cluster_row(tenant.id, "prod")
+    async with (
+        running_app(make_settings(database_url, tmp_path, run_reconcilers=False)) as app,
+        api_client(app) as client,
+    ):
+        for index in range(12):
+            body = {
+                "name": f"s-{index}",
+                "secretPath": f"apps/s-{index}",
+                "sync": [{"cluster": "prod", "namespace": "apps"}],
+            }
+            created = await client.post(
+                f"{tenant.path}/secrets", json=body, headers=bearer(tenant.admin_key)
+            )
+            assert created.status_code == 201, created.text
+    with statements_sent(database) as sent:
+        worked = await ReconcilerRunner(database, reconciler).run_once()
+    assert worked == 12
+    # One look: the statuses of the batch are one statement, sent once.
+    status_writes = [sql for sql in sent if sql.startswith("UPDATE SECRETS AS T SET")]
+    assert len(status_writes) == 1, len(status_writes)
+    async with database.sessionmaker() as session:
+        phases = (await session.execute(select(Secret.phase))).scalars().all()
+    assert phases == ["Synced"] * 12
+    assert provider.most == 3
