@@ -126,8 +126,9 @@ class Settings(BaseSettings):
     # how long a lease lasts (a crashed worker's rows are taken over after it), and the
     # longest sleep between looks for work changed by other processes.
     reconcile_concurrency: int = Field(default=16, ge=1)
-    # Rows a batched reconciler step works together when its outside world takes many calls
-    # at once (clusters with the simulator): one read, one call and one write per batch.
+    # Rows a batched reconciler step works together: clusters with the simulator (one
+    # read, one call and one write per batch) and secrets (one read and one write per
+    # batch, their calls out still at most reconcile_concurrency at once).
     reconcile_batch_size: int = Field(default=64, ge=1)
     reconcile_lease_seconds: float = Field(default=30.0, gt=0)
     reconcile_idle_poll_seconds: float = Field(default=2.0, gt=0)

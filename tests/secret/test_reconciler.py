@@ -13,9 +13,9 @@ import httpx
 from sqlalchemy import select, update
 
 from tenantplane.db.engine import Database
-from tenantplane.reconcile.fetcher import Fetcher
 from tenantplane.providers.sync import ClusterRef, CopySpec
 from tenantplane.providers.sync.simulator import SimulatorSyncProvider
+from tenantplane.reconcile.fetcher import Fetcher
 from tenantplane.reconcile.registry import ReconcileContext
 from tenantplane.reconcile.runner import ReconcilerRunner
 from tenantplane.secret.models import Secret

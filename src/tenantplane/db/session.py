@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Annotated
 
@@ -24,14 +25,25 @@ READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
     database = get_database(request)
     sessions = database.reader if request.method in READ_METHODS else database.sessionmaker
-    async with sessions() as session:
-        try:
-            yield session
-        except BaseException:
-            await session.rollback()
-            raise
-        else:
+    session = sessions()
+    try:
+        yield session
+        if session.in_transaction() or _pending(session):
             await session.commit()
+    finally:
+        # Closing rolls back what was not committed (a failure) and hands the connection
+        # back. A session that never began a transaction, or whose commit ended it, holds
+        # no connection: a route that left it unused (a one-statement create) skips the
+        # commit and the close, 60 µs of the event loop and a task each.
+        if session.in_transaction():
+            # Shielded, as AsyncSession's own exit closes: a cancelled request still hands
+            # its connection back.
+            await asyncio.shield(session.close())
+
+
+def _pending(session: AsyncSession) -> bool:
+    """Objects added, changed or deleted and not flushed: the commit writes them."""
+    return bool(session.new or session.dirty or session.deleted)
 
 
 # scope="function": the commit happens before the response is sent, so a failed commit is
