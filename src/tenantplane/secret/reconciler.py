@@ -140,7 +140,7 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
         concurrency: int = 8,
         batch_size: int = 64,
         lease_seconds: float = 30.0,
-        coalesce_seconds: float = 0.02,
+        coalesce_seconds: float = 0.05,
     ) -> None:
         self.coalesce_seconds = coalesce_seconds
         self.vault = vault
