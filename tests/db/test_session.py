@@ -1,6 +1,7 @@
-"""The request's session (db/session.py): what a route did is committed when it succeeds,
-rolled back when it fails; a route that never used its session costs no commit and no
-close (the one-statement writes: their session stays unused)."""
+"""The request's session (db/session.py): what a route did is committed when it succeeds
+(objects added and not flushed included), rolled back when it fails; a route that never used
+its session (the one-statement writes leave it unused) sends nothing and holds no
+connection."""
 
 from __future__ import annotations
 
