@@ -156,11 +156,17 @@ async def authenticate(request: Request) -> Identity:
 AuthenticatedIdentity = Annotated[Identity, Depends(authenticate)]
 
 
+def not_a_member() -> Forbidden:
+    """The refusal of a caller who is not a member of the tenant, the same whether the
+    tenant exists or not."""
+    return Forbidden("not a member of this tenant")
+
+
 async def resolve_principal(identity: Identity, tenant: str, reads: Reads) -> Principal:
     path_name(tenant, what="tenant", field="tenant")
     if identity.api_key_id is not None:
         if identity.api_key_tenant_name != tenant:
-            raise Forbidden("not a member of this tenant")
+            raise not_a_member()
         assert identity.api_key_tenant_id is not None
         assert identity.api_key_role is not None
         return Principal(
@@ -172,7 +178,7 @@ async def resolve_principal(identity: Identity, tenant: str, reads: Reads) -> Pr
         )
     membership = await find_membership(reads, tenant, identity.email)
     if membership is None:
-        raise Forbidden("not a member of this tenant")
+        raise not_a_member()
     return Principal(
         tenant_id=membership.tenant_id,
         tenant_name=tenant,

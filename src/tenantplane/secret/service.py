@@ -8,16 +8,16 @@ from collections.abc import Collection, Sequence
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from tenantplane.access import not_a_member
 from tenantplane.db.base import utcnow
 from tenantplane.db.engine import Database
+from tenantplane.db.errors import DatabaseTrouble
 from tenantplane.db.writes import Writes
 from tenantplane.http.errors import (
-    DATABASE_BUSY_RETRY_SECONDS,
     Conflict,
-    Forbidden,
     NotFound,
-    ServiceUnavailable,
     ValidationFailed,
+    database_error,
 )
 from tenantplane.http.etag import check_if_match
 from tenantplane.http.names import path_name
@@ -110,13 +110,10 @@ async def create(
         # gets one more try.
         state = await committed_state(database.reads, tenant_id)
         if state is None:
-            raise Forbidden("not a member of this tenant")  # as for a tenant that never was
+            raise not_a_member()  # gone since the access check
         refuse_unless_writable(state)
-    raise ServiceUnavailable(
-        "the tenant's state changed during the request; retry",
-        code="DATABASE_BUSY",
-        retry_after=DATABASE_BUSY_RETRY_SECONDS,
-    )
+    # A state that keeps changing under the create: answered as any other conflicting change.
+    raise database_error(DatabaseTrouble.busy)
 
 
 async def _insert_alone(writes: Writes, secret: Secret) -> bool:
