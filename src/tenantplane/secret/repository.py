@@ -4,7 +4,21 @@ import functools
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Insert, Select, bindparam, insert, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Insert,
+    Select,
+    String,
+    Update,
+    bindparam,
+    exists,
+    func,
+    insert,
+    literal,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.schema import Table
 
@@ -79,6 +93,34 @@ async def insert_if_tenant_active(
     return await writes.returning(statement, values) is not None
 
 
+def _names_a_cluster(entries: ColumnElement[Any], postgresql: bool) -> ColumnElement[bool]:
+    """Whether a JSON array of targets (``sync``, ``applied``) has an entry whose
+    ``cluster`` is one of the bound ``clusters``."""
+    cluster: ColumnElement[Any]
+    if postgresql:
+        entry = func.json_array_elements(entries).table_valued("value").alias("entry")
+        cluster = entry.c.value.op("->>", return_type=String)(literal("cluster"))
+    else:
+        entry = func.json_each(entries).table_valued("value").alias("entry")
+        cluster = func.json_extract(entry.c.value, "$.cluster")
+    return exists().select_from(entry).where(cluster.in_(bindparam("clusters", expanding=True)))
+
+
+@functools.cache
+def _mark_due_for_clusters(postgresql: bool) -> Update:
+    return (
+        update(_SECRETS)
+        .where(
+            _SECRETS.c.tenant_id == bindparam("of_tenant"),
+            or_(
+                _names_a_cluster(_SECRETS.c.sync, postgresql),
+                _names_a_cluster(_SECRETS.c.applied, postgresql),
+            ),
+        )
+        .values(reconcile_at=bindparam("due_at"))
+    )
+
+
 class SecretRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
@@ -132,28 +174,17 @@ class SecretRepository:
         return set((await self.session.execute(statement)).scalars())
 
     async def mark_due_for_clusters(self, tenant_id: int, cluster_names: Collection[str]) -> int:
-        """Ask the reconciler to look again at the secrets of these clusters (not a change of
-        the secrets themselves: no version bump)."""
-        secrets = (
-            await self.session.execute(
-                select(Secret.id, Secret.sync, Secret.applied).where(Secret.tenant_id == tenant_id)
-            )
-        ).all()
-        wanted = set(cluster_names)
-        ids = [
-            row_id
-            for row_id, sync, applied in secrets
-            if any(entry.get("cluster") in wanted for entry in [*sync, *applied])
-        ]
-        if not ids:
-            return 0
-        await self.session.execute(
-            update(Secret)
-            .where(Secret.id.in_(ids))
-            .values(reconcile_at=utcnow())
-            .execution_options(synchronize_session=False)
+        """Ask the reconciler to look again at the secrets of these clusters, those that
+        sync to one or still have a copy in one (not a change of the secrets themselves: no
+        version bump); how many. One UPDATE that finds them in the database: every phase
+        change of a cluster runs this, and a tenant's secrets were read into the process
+        for it, all of them, each time."""
+        postgresql = self.session.get_bind().dialect.name == "postgresql"
+        result = await self.session.execute(
+            _mark_due_for_clusters(postgresql),
+            {"of_tenant": tenant_id, "clusters": list(cluster_names), "due_at": utcnow()},
         )
-        return len(ids)
+        return int(result.rowcount)  # type: ignore[attr-defined]
 
     # -- reconciler side: one row, by id --------------------------------------------------
 
