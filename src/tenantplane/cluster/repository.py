@@ -99,12 +99,16 @@ async def read_connection(reads: Reads, tenant_id: int, name: str) -> ReadRow | 
 # The create's statements (an API write: the lock and the insert of every create of the
 # tenant), built once: building the insert alone cost ~0.6 ms a request.
 _CLUSTERS: Table = Cluster.__table__  # type: ignore[assignment]
-_EXISTS = select(Cluster.id).where(_OF_TENANT, _NAMED)
 _TENANT_PLAN = select(Tenant.plan).where(Tenant.id == bindparam("tenant_id"))
 # NO KEY UPDATE: creates of one tenant wait for each other, but the foreign-key checks of
 # writes to the tenant's rows (FOR KEY SHARE on the tenant: a secret's create, a cluster
 # row updated twice in one transaction) do not wait for a create.
 _TENANT_PLAN_LOCKED = _TENANT_PLAN.with_for_update(key_share=True)
+# A create's lock, with whether the tenant has a cluster of the new one's name.
+_TENANT_PLAN_NAME_TAKEN = select(
+    Tenant.plan, select(Cluster.id).where(_OF_TENANT, _NAMED).exists()
+).where(Tenant.id == bindparam("tenant_id"))
+_TENANT_PLAN_NAME_TAKEN_LOCKED = _TENANT_PLAN_NAME_TAKEN.with_for_update(key_share=True, of=Tenant)
 
 
 @functools.cache
@@ -249,10 +253,6 @@ class ClusterRepository:
         )
         return (await self.session.execute(statement)).scalar_one_or_none()
 
-    async def exists(self, tenant_id: int, name: str) -> bool:
-        found = await self.session.execute(_EXISTS, {"tenant_id": tenant_id, "name": name})
-        return found.first() is not None
-
     async def lock_tenant(self, tenant_id: int) -> Plan | None:
         """Serialise plan-limit checks of one tenant (two creates must not both fit); its
         plan, or None when the tenant is gone."""
@@ -260,6 +260,18 @@ class ClusterRepository:
         found = await self.session.execute(statement, {"tenant_id": tenant_id})
         plan: Plan | None = found.scalar_one_or_none()
         return plan
+
+    async def lock_tenant_for_create(self, tenant_id: int, name: str) -> tuple[Plan, bool] | None:
+        """``lock_tenant`` for a create: its plan, and whether the tenant has a cluster named
+        ``name``, in the statement that takes the lock (one round trip, not two); None when
+        the tenant is gone. On PostgreSQL the name is read in the statement's snapshot,
+        taken before it waited for the lock: a create of the same name that committed
+        meanwhile is refused by the unique constraint instead."""
+        statement = _TENANT_PLAN_NAME_TAKEN_LOCKED if self._locks_rows else _TENANT_PLAN_NAME_TAKEN
+        found = (
+            await self.session.execute(statement, {"tenant_id": tenant_id, "name": name})
+        ).one_or_none()
+        return None if found is None else (found[0], bool(found[1]))
 
     async def usage(self, tenant_id: int, *, excluding: int | None = None) -> Usage:
         statement = select(
@@ -287,8 +299,8 @@ class ClusterRepository:
         inserted row (a wake-up NOTIFY).
 
         One statement: the limit check and the insert share its snapshot, taken after the
-        caller's ``lock_tenant``, so a concurrent create of the tenant (waiting on that lock)
-        sees this row. Before, the usage query and the insert were two round trips more
+        caller's ``lock_tenant_for_create``, so a concurrent create of the tenant (waiting on
+        that lock) sees this row. Before, the usage query and the insert were two round trips more
         while every other create of the tenant waited on the lock.
         """
         parameters = {

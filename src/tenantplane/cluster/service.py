@@ -209,14 +209,12 @@ async def create(
     warnings = create_warnings(body.high_availability, version, catalogues.versions)
     amounts = amounts_of(body.resources, catalogues.plans.defaults.resources)
     repository = ClusterRepository.from_session(session)
-    # Before the tenant's lock: every create of the tenant waits on it, so the lock is held
-    # for as few round trips as possible. A concurrent create of the same name is still
-    # refused, by the unique constraint.
-    if await repository.exists(tenant_id, body.name):
-        raise Conflict(f"cluster {body.name} already exists", field="name")
-    plan = await repository.lock_tenant(tenant_id)
-    if plan is None:
+    locked = await repository.lock_tenant_for_create(tenant_id, body.name)
+    if locked is None:
         raise NotFound("tenant")
+    plan, name_taken = locked
+    if name_taken:
+        raise Conflict(f"cluster {body.name} already exists", field="name")
     limits = catalogues.plans.limits(plan)
     now = utcnow()
     values: dict[str, Any] = dict(
