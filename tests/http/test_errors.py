@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
@@ -11,6 +12,22 @@ from tenantplane.config import Settings
 from tenantplane.db.engine import DatabaseOptions
 from tests.factories import Factory
 from tests.http_client import api_client, bearer, running_app
+
+
+@asynccontextmanager
+async def swapped_database(
+    app: FastAPI, url: str, options: DatabaseOptions | None = None
+) -> AsyncIterator[None]:
+    """The running app on another database (``url``) while the block runs. The replacement
+    is disposed whole afterwards, its plain reads' pool included: left open, that pool
+    goes on reconnecting in the background through every later test of the process."""
+    await app.state.database.engine.dispose()
+    replacement = type(app.state.database).connect(url, options)
+    app.state.database = replacement
+    try:
+        yield
+    finally:
+        await replacement.dispose()
 
 
 async def test_unknown_route_is_404_in_the_envelope(client: httpx.AsyncClient) -> None:
@@ -112,15 +129,14 @@ async def test_unexpected_failure_is_500_without_internals(
     settings: Settings, tmp_path: Path, factory: Factory
 ) -> None:
     tenant = await factory.tenant()
-    async with running_app(settings) as app:
-        await app.state.database.engine.dispose()
-        # A database without the schema: every query fails inside the route, not transiently.
-        app.state.database = type(app.state.database).connect(
-            f"sqlite+aiosqlite:///{tmp_path / 'secret-password' / 'empty.db'}"
-        )
-        async with api_client(app) as client:
-            response = await client.get(tenant.path, headers=bearer(tenant.admin_key))
-        await app.state.database.dispose()
+    # A database without the schema: every query fails inside the route, not transiently.
+    empty = f"sqlite+aiosqlite:///{tmp_path / 'secret-password' / 'empty.db'}"
+    async with (
+        running_app(settings) as app,
+        swapped_database(app, empty),
+        api_client(app) as client,
+    ):
+        response = await client.get(tenant.path, headers=bearer(tenant.admin_key))
     assert response.status_code == 500
     assert response.json() == {
         "error": "internal server error",
@@ -136,13 +152,13 @@ async def test_unreachable_database_is_a_retryable_503_without_internals(
     settings: Settings, tmp_path: Path, factory: Factory
 ) -> None:
     tenant = await factory.tenant()
-    async with running_app(settings) as app:
-        await app.state.database.engine.dispose()
-        app.state.database = type(app.state.database).connect(
-            "postgresql+asyncpg://nobody:secret-password@127.0.0.1:1/none"
-        )
-        async with api_client(app) as client:
-            response = await client.get(tenant.path, headers=bearer(tenant.admin_key))
+    unreachable = "postgresql+asyncpg://nobody:secret-password@127.0.0.1:1/none"
+    async with (
+        running_app(settings) as app,
+        swapped_database(app, unreachable),
+        api_client(app) as client,
+    ):
+        response = await client.get(tenant.path, headers=bearer(tenant.admin_key))
     assert response.status_code == 503
     assert response.json()["code"] == "DATABASE_UNAVAILABLE"
     assert response.headers["Retry-After"] == "5"
@@ -161,15 +177,13 @@ async def test_a_database_that_never_answers_the_connection_is_a_retryable_503(
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)
         port = silent.getsockname()[1]
-        async with running_app(settings) as app:
-            await app.state.database.engine.dispose()
-            app.state.database = type(app.state.database).connect(
-                f"postgresql+psycopg://nobody@127.0.0.1:{port}/none",
-                DatabaseOptions(pool_timeout_seconds=1),
-            )
-            async with api_client(app) as client:
-                response = await client.get(tenant.path, headers=bearer(tenant.admin_key))
-            await app.state.database.engine.dispose()
+        silent_server = f"postgresql+psycopg://nobody@127.0.0.1:{port}/none"
+        async with (
+            running_app(settings) as app,
+            swapped_database(app, silent_server, DatabaseOptions(pool_timeout_seconds=1)),
+            api_client(app) as client,
+        ):
+            response = await client.get(tenant.path, headers=bearer(tenant.admin_key))
     assert response.status_code == 503
     assert response.json()["code"] == "DATABASE_UNAVAILABLE"
     assert response.headers["Retry-After"]
