@@ -6,10 +6,11 @@ import string
 from pathlib import Path
 
 import httpx
+import psycopg
 import pytest
-from sqlalchemy import text
 
 from tenantplane.db.engine import Database
+from tenantplane.db.urls import libpq_dsn
 from tests.cluster.polling import create_cluster, wait_running
 from tests.conftest import make_settings
 from tests.factories import Factory
@@ -130,7 +131,9 @@ async def test_queue_depth_counts_due_rows_no_runner_can_take(
     database: Database, database_url: str, tmp_path: Path, factory: Factory
 ) -> None:
     """Clusters wait while the table is locked against the fetchers (PostgreSQL: plain reads
-    still pass; on SQLite every transaction takes the write lock, readers included)."""
+    still pass; on SQLite every transaction takes the write lock, readers included). The
+    lock is taken before the reconcilers start: taken after, it raced their first fetch,
+    which could lease the three rows first."""
     tenant = await factory.tenant()
     paused = make_settings(database_url, tmp_path, run_reconcilers=False)
     async with running_app(paused) as app, api_client(app) as client:
@@ -138,14 +141,15 @@ async def test_queue_depth_counts_due_rows_no_runner_can_take(
             await create_cluster(client, tenant.path, tenant.admin_key, name)
     settings = make_settings(database_url, tmp_path, reconcile_idle_poll_seconds=0.1)
     series = 'tenantplane_reconcile_queue_depth{reconciler="clusters"}'
-    async with (
-        running_app(settings) as app,
-        api_client(app) as client,
-        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE_URL) as ops,
-    ):
-        async with database.transaction() as session:
-            await session.execute(text("LOCK TABLE clusters IN EXCLUSIVE MODE"))
+    async with await psycopg.AsyncConnection.connect(libpq_dsn(database_url)) as locking:
+        await locking.execute("LOCK TABLE clusters IN EXCLUSIVE MODE")
+        async with (
+            running_app(settings) as app,
+            api_client(app) as client,
+            httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE_URL) as ops,
+        ):
             assert sample_value((await ops.get("/metrics")).text, series) == 3
-        for name in ("one", "two", "three"):
-            await wait_running(client, tenant.path, tenant.admin_key, name)
-        assert sample_value((await ops.get("/metrics")).text, series) == 0
+            await locking.rollback()  # the lock goes: the fetchers take the rows
+            for name in ("one", "two", "three"):
+                await wait_running(client, tenant.path, tenant.admin_key, name)
+            assert sample_value((await ops.get("/metrics")).text, series) == 0
