@@ -105,9 +105,9 @@ _TENANT_PLAN = select(Tenant.plan).where(Tenant.id == bindparam("tenant_id"))
 # row updated twice in one transaction) do not wait for a create.
 _TENANT_PLAN_LOCKED = _TENANT_PLAN.with_for_update(key_share=True)
 # A create's lock, with whether the tenant has a cluster of the new one's name.
-_TENANT_PLAN_NAME_TAKEN = select(
-    Tenant.plan, select(Cluster.id).where(_OF_TENANT, _NAMED).exists()
-).where(Tenant.id == bindparam("tenant_id"))
+_TENANT_PLAN_NAME_TAKEN = _TENANT_PLAN.add_columns(
+    select(Cluster.id).where(_OF_TENANT, _NAMED).exists()
+)
 _TENANT_PLAN_NAME_TAKEN_LOCKED = _TENANT_PLAN_NAME_TAKEN.with_for_update(key_share=True, of=Tenant)
 
 
