@@ -13,6 +13,7 @@ from sqlalchemy.sql.schema import Table
 
 from tenantplane.cluster.models import Cluster, ClusterEvent, ClusterHistory
 from tenantplane.db.reads import ReadRow, Reads, as_stored
+from tenantplane.db.rows import insert_rows
 from tenantplane.tenant.models import Plan, Tenant
 
 _Selected = TypeVar("_Selected", bound="Select[*tuple[Any, ...]]")
@@ -325,12 +326,11 @@ class ClusterRepository:
         self.session.add(entry)
 
     async def record_all(self, rows: Sequence[dict[str, Any]]) -> None:
-        """History rows (``ClusterHistory.values``) in one INSERT of the table, executed
-        for every row: no ORM objects to build, flush and read the keys of back (a fifth of
-        a batch of the reconciler's work, most of it in the flush)."""
-        if rows:
-            history: Table = ClusterHistory.__table__  # type: ignore[assignment]
-            await self.session.execute(insert(history), rows)
+        """History rows (``ClusterHistory.values``) in one INSERT whose text does not
+        depend on their number (``insert_rows``): no ORM objects to build, flush and read
+        the keys of back (a fifth of a batch of the reconciler's work, most of it in the
+        flush)."""
+        await insert_rows(self.session, ClusterHistory.__table__, rows)  # type: ignore[arg-type]
 
     async def history(self, cluster_uid: str) -> Sequence[ClusterHistory]:
         statement = (

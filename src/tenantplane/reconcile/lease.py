@@ -10,7 +10,6 @@ deleted): the result is stale and is discarded, never written over newer state.
 from __future__ import annotations
 
 import functools
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from sqlalchemy.sql.schema import Table
 
 from tenantplane.db.base import UTCDateTime
 from tenantplane.db.clock import database_now
+from tenantplane.db.rows import encode_rows
 
 
 class Leased:
@@ -206,7 +206,7 @@ async def update_each(
         table = group[0].lease.table
         if dialect.name == "postgresql":
             statement = _batched_update(table, *shape, release=release)
-            rows = json.dumps([_row(write) for write in group], default=_json_value)
+            rows = encode_rows([_row(write) for write in group])
         else:
             statement = _sqlite_batched_update(table, *shape, release=release)
             rows = _stored_rows(table, group, dialect)
@@ -250,15 +250,7 @@ def _stored_rows(table: Table, group: Sequence[GuardedWrite], dialect: Dialect) 
             if processor is not None:
                 row[name] = processor(row[name])
         rows.append(row)
-    return json.dumps(rows, default=_json_value)
-
-
-def _json_value(value: Any) -> Any:
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            raise ValueError("naive datetime given to a UTC column")
-        return value.isoformat()
-    raise TypeError(f"{type(value).__name__} is not written by update_each")
+    return encode_rows(rows)
 
 
 def _update_set(
