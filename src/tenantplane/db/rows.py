@@ -39,8 +39,18 @@ ROWS = "rows"
 
 def encode_rows(rows: Sequence[dict[str, Any]]) -> str:
     """The rows as one JSON array (the parameter ``ROWS``)."""
+    return encode_json(rows)
+
+
+def encode_json(value: Any) -> str:
+    """``value`` as JSON text, for a parameter that a statement reads as JSON: times as ISO
+    8601 (aware only), object keys that are integers as text."""
     try:
-        encoded = orjson.dumps(rows, default=_json_value, option=orjson.OPT_PASSTHROUGH_DATETIME)
+        encoded = orjson.dumps(
+            value,
+            default=_json_value,
+            option=orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_NON_STR_KEYS,
+        )
     except orjson.JSONEncodeError as exc:
         # orjson reports whatever ``_json_value`` raised as its own TypeError: the cause
         # says which value and why.

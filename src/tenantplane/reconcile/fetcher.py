@@ -7,13 +7,15 @@ whose clock runs ahead would otherwise take rows whose leases are still live.
 from __future__ import annotations
 
 import asyncio
+import functools
 import secrets
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select, tuple_, update
+from sqlalchemy import Integer, Interval, bindparam, func, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.dml import ReturningUpdate
 from sqlalchemy.sql.schema import Table
 
 from tenantplane.db.clock import database_now
@@ -88,32 +90,12 @@ class Fetcher:
         owners in its RETURNING: one round trip instead of three (now, SELECT, UPDATE).
         ``now()`` is the statement's transaction's start, the same instant for the pick,
         the expiry and the time returned."""
-        table = self.table
-        key = row_key(table)
         token = secrets.token_hex(16)
-        now = func.now()
-        picked = (
-            select(key.label("picked_id"), table.c.lock_owner.label("previous_owner"))
-            .where(ready_condition(table, now))
-            .order_by(table.c.reconcile_at, key)
-            .limit(limit)
-            .with_for_update(skip_locked=True)
-            .subquery()
-        )
-        statement = (
-            update(table)
-            .where(key == picked.c.picked_id)
-            .values(
-                lock_owner=self.owner,
-                lock_token=token,
-                lock_expires_at=now + duration,
-            )
-            .returning(key, picked.c.previous_owner, now)
-        )
-        rows = (await session.execute(statement)).all()
+        parameters = {"limit": limit, "owner": self.owner, "token": token, "duration": duration}
+        rows = (await session.execute(self._lease_statement, parameters)).all()
         return [
             Lease(
-                table,
+                self.table,
                 row_id,
                 token,
                 self.owner,
@@ -123,6 +105,32 @@ class Fetcher:
             )
             for row_id, previous, leased_at in rows
         ]
+
+    @functools.cached_property
+    def _lease_statement(self) -> ReturningUpdate[Any]:
+        """``_lease_in_one_statement``'s UPDATE, built once: its parameters are ``limit``,
+        ``owner``, ``token`` and ``duration``."""
+        table = self.table
+        key = row_key(table)
+        now = func.now()
+        picked = (
+            select(key.label("picked_id"), table.c.lock_owner.label("previous_owner"))
+            .where(ready_condition(table, now))
+            .order_by(table.c.reconcile_at, key)
+            .limit(bindparam("limit", type_=Integer))
+            .with_for_update(skip_locked=True)
+            .subquery()
+        )
+        return (
+            update(table)
+            .where(key == picked.c.picked_id)
+            .values(
+                lock_owner=bindparam("owner"),
+                lock_token=bindparam("token"),
+                lock_expires_at=now + bindparam("duration", type_=Interval),
+            )
+            .returning(key, picked.c.previous_owner, now)
+        )
 
     async def back_off_unheld(self, row_ids: Sequence[Any], seconds: float) -> None:
         """Make rows still ready (due, no live lease) due in ``seconds``: rows leased in a

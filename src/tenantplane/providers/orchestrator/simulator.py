@@ -22,7 +22,8 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Literal
 
-from sqlalchemy import select
+from sqlalchemy import String, any_, bindparam, select
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import Executable
@@ -201,14 +202,12 @@ class SimulatorOrchestrator:
         self, session: AsyncSession, uids: Sequence[str]
     ) -> dict[str, SimulatedCluster]:
         # Locked in one order (by uid), so that two batches never wait on each other's rows.
-        statement = (
-            select(SimulatedCluster)
-            .where(SimulatedCluster.uid.in_(sorted(set(uids))))
-            .order_by(SimulatedCluster.uid)
-        )
-        if not self.database.is_sqlite:
-            statement = statement.with_for_update()
-        return {row.uid: row for row in (await session.execute(statement)).scalars()}
+        if self.database.is_sqlite:
+            statement = _DEPLOYMENTS.where(SimulatedCluster.uid.in_(sorted(set(uids))))
+            found = await session.scalars(statement)
+        else:
+            found = await session.scalars(_DEPLOYMENTS_LOCKED, {"uids": sorted(set(uids))})
+        return {row.uid: row for row in found}
 
     async def _require(self, session: AsyncSession, uid: str) -> SimulatedCluster:
         row = await self._get(session, uid)
@@ -288,6 +287,12 @@ class SimulatorOrchestrator:
             row.last_step_at += self.step
 
 
+# A batch's deployments, in uid order; PostgreSQL: their uids as one array parameter (the
+# same text for any number, each looked up in the primary key), locked.
+_DEPLOYMENTS = select(SimulatedCluster).order_by(SimulatedCluster.uid)
+_DEPLOYMENTS_LOCKED = _DEPLOYMENTS.where(
+    SimulatedCluster.uid == any_(bindparam("uids", type_=ARRAY(String)))
+).with_for_update()
 # The deployments' INSERT counts a second provisioning call instead of failing.
 _PROVISIONED_AGAIN = {"provision_count": SimulatedCluster.provision_count + 1}
 # SQLite: the deployments as the statement's rows (insertmanyvalues).
