@@ -11,9 +11,11 @@ from sqlalchemy import select
 from tenantplane.apikey import service as apikey_service
 from tenantplane.billing import service as billing_service
 from tenantplane.cluster.models import Cluster, ClusterPhase
+from tenantplane.db.base import utcnow
 from tenantplane.db.engine import Database
 from tenantplane.keys import KeyRing
 from tenantplane.member.models import Member, Role
+from tenantplane.providers.orchestrator.simulator_models import SimulatedCluster
 from tenantplane.tenant import service as tenant_service
 from tenantplane.tenant.models import Plan
 
@@ -324,3 +326,26 @@ class BillingFactory:
             await billing_service.link_profile(
                 session, tenant_name, customer_id, subscription_id, address_id
             )
+
+
+def simulated_deployment(uid: str, **overrides: object) -> SimulatedCluster:
+    """A simulator deployment row (``simulator_clusters``), still creating, not added to
+    any session: for tests that write the simulator's table directly."""
+    values: dict[str, object] = dict(
+        uid=uid,
+        name=f"name-{uid}",
+        high_availability=False,
+        stage="creating",
+        step=0,
+        last_step_at=utcnow(),
+        version="1.33",
+        target_version="1.33",
+        patch=0,
+        cpu="1",
+        memory="1Gi",
+        storage="1Gi",
+        endpoint=f"https://{uid}.test:443",
+        certificate_authority="",
+        created_at=utcnow(),
+    )
+    return SimulatedCluster(**(values | overrides))

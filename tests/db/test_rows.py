@@ -14,6 +14,7 @@ from tenantplane.cluster.models import ClusterHistory
 from tenantplane.db.engine import Database
 from tenantplane.db.rows import insert_rows, update_rows
 from tenantplane.providers.orchestrator.simulator_models import SimulatedCluster
+from tests.factories import simulated_deployment
 from tests.statements import statements_sent
 
 HISTORY: Table = ClusterHistory.__table__  # type: ignore[assignment]
@@ -37,26 +38,6 @@ def _history(uid: str, at: datetime, *, ha_enabled_at: datetime | None = None) -
         cpu_millicores=2_000,
         memory_bytes=4 * 2**30,
         storage_bytes=2**40,  # beyond 32 bits
-    )
-
-
-def _deployment(uid: str) -> SimulatedCluster:
-    return SimulatedCluster(
-        uid=uid,
-        name=f"name-{uid}",
-        high_availability=False,
-        stage="creating",
-        step=0,
-        last_step_at=AT,
-        version="1.31",
-        target_version="1.31",
-        patch=4,
-        cpu="2",
-        memory="4Gi",
-        storage="10Gi",
-        endpoint=f"https://{uid}.test:443",
-        certificate_authority="",
-        created_at=AT,
     )
 
 
@@ -103,7 +84,7 @@ async def test_update_rows_sets_each_row_by_its_key_in_one_statement(
     database: Database,
 ) -> None:
     async with database.transaction() as session:
-        session.add_all([_deployment(uid) for uid in ("u1", "u2", "u3")])
+        session.add_all([simulated_deployment(uid, last_step_at=AT) for uid in ("u1", "u2", "u3")])
     later = AT + timedelta(seconds=0.2)
     async with database.transaction() as session:
         with statements_sent(database) as sent:

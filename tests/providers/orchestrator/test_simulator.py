@@ -9,11 +9,10 @@ import uuid
 import pytest
 from sqlalchemy import text
 
-from tenantplane.db.base import utcnow
 from tenantplane.db.engine import Database
 from tenantplane.providers.orchestrator import ClusterSpec, Observation, Stage
 from tenantplane.providers.orchestrator.simulator import SimulatorOrchestrator
-from tenantplane.providers.orchestrator.simulator_models import SimulatedCluster
+from tests.factories import simulated_deployment
 from tests.statements import statements_sent
 
 DEADLINE_SECONDS = 30.0
@@ -68,23 +67,7 @@ async def test_two_calls_that_both_find_no_deployment_count_twice(database: Data
     async with database.sessionmaker() as blocker, blocker.begin():
         # An uncommitted deployment of the same uid: invisible to both calls' reads, so both
         # decide to provision, and both inserts wait for this transaction to end.
-        blocker.add(
-            SimulatedCluster(
-                uid=wanted.uid,
-                name="placeholder",
-                high_availability=False,
-                stage="creating",
-                version="1.33",
-                target_version="1.33",
-                patch=0,
-                cpu="1",
-                memory="1Gi",
-                storage="1Gi",
-                endpoint="https://placeholder",
-                certificate_authority="",
-                last_step_at=utcnow(),
-            )
-        )
+        blocker.add(simulated_deployment(wanted.uid, name="placeholder"))
         await blocker.flush()
         calls = [asyncio.create_task(orchestrator.apply(wanted)) for _ in range(2)]
         give_up = loop.time() + DEADLINE_SECONDS
