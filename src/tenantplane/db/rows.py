@@ -37,14 +37,10 @@ from sqlalchemy.sql.schema import Table
 ROWS = "rows"
 
 
-def encode_rows(rows: Sequence[dict[str, Any]]) -> str:
-    """The rows as one JSON array (the parameter ``ROWS``)."""
-    return encode_json(rows)
-
-
 def encode_json(value: Any) -> str:
-    """``value`` as JSON text, for a parameter that a statement reads as JSON: times as ISO
-    8601 (aware only), object keys that are integers as text."""
+    """``value`` as JSON text, for a parameter that a statement reads as JSON (the rows of
+    the parameter ``ROWS``, …): times as ISO 8601 (aware only), object keys that are
+    integers as text."""
     try:
         encoded = orjson.dumps(
             value,
@@ -112,7 +108,7 @@ async def insert_rows(session: AsyncSession, table: Table, rows: Sequence[dict[s
         return
     if _is_postgresql(session):
         statement = insert_from_json(table, tuple(rows[0]))
-        await session.execute(statement, {ROWS: encode_rows(rows)})
+        await session.execute(statement, {ROWS: encode_json(rows)})
     else:
         await session.execute(insert(table), rows)
 
@@ -124,7 +120,7 @@ async def update_rows(session: AsyncSession, table: Table, rows: Sequence[dict[s
         return
     columns = tuple(rows[0])
     if _is_postgresql(session):
-        await session.execute(_update_from_json(table, columns), {ROWS: encode_rows(rows)})
+        await session.execute(_update_from_json(table, columns), {ROWS: encode_json(rows)})
         return
     keys = {key.name for key in table.primary_key.columns}
     parameters = [

@@ -25,7 +25,7 @@ from sqlalchemy.sql.schema import Table
 
 from tenantplane.db.base import UTCDateTime
 from tenantplane.db.clock import database_now
-from tenantplane.db.rows import encode_rows
+from tenantplane.db.rows import encode_json
 
 
 class Leased:
@@ -206,7 +206,7 @@ async def update_each(
         table = group[0].lease.table
         if dialect.name == "postgresql":
             statement = _batched_update(table, *shape, release=release)
-            rows = encode_rows([_row(write) for write in group])
+            rows = encode_json([_row(write) for write in group])
         else:
             statement = _sqlite_batched_update(table, *shape, release=release)
             rows = _stored_rows(table, group, dialect)
@@ -250,7 +250,7 @@ def _stored_rows(table: Table, group: Sequence[GuardedWrite], dialect: Dialect) 
             if processor is not None:
                 row[name] = processor(row[name])
         rows.append(row)
-    return encode_rows(rows)
+    return encode_json(rows)
 
 
 def _update_set(

@@ -31,7 +31,7 @@ from sqlalchemy.sql.schema import Table
 
 from tenantplane.db.base import utcnow
 from tenantplane.db.engine import Database
-from tenantplane.db.rows import ROWS, encode_rows, insert_from_json, update_rows
+from tenantplane.db.rows import ROWS, encode_json, insert_from_json, update_rows
 from tenantplane.providers.orchestrator import ClusterSpec, Observation, Replicas, Stage
 from tenantplane.providers.orchestrator.certificates import new_cluster_ca
 from tenantplane.providers.orchestrator.simulator_models import SimulatedCluster
@@ -235,7 +235,7 @@ class SimulatorOrchestrator:
             statement, parameters = _PROVISION_SQLITE, values
         else:
             statement = _provision_from_json(tuple(values[0]))
-            parameters = {ROWS: encode_rows(values)}
+            parameters = {ROWS: encode_json(values)}
         rows = await session.scalars(
             statement, parameters, execution_options={"populate_existing": True}
         )
