@@ -123,3 +123,18 @@ async def test_a_writer_that_gives_up_leaves_no_turn_behind(embedded: Database) 
     async with embedded.reader() as reading:
         order = (await reading.execute(text("SELECT writer FROM turns ORDER BY rowid"))).all()
     assert [writer for (writer,) in order] == ["holding", "stays", "after"]
+
+
+async def test_a_writer_cancelled_as_its_turn_comes_ends_cancelled_and_hands_the_turn_on() -> None:
+    """Cancelled in the same turn of the loop as the gate is handed to it (its batch ended,
+    its client gone): the waiter ends cancelled, not holding the gate, and the gate goes on.
+    Through ``asyncio.wait_for`` on Python 3.11 it went on as if not cancelled."""
+    gate = write_gate.WriteGate()
+    await gate.acquire()
+    waiting = asyncio.create_task(write_gate.take_turn(gate))
+    await asyncio.sleep(0)  # in the line
+    gate.release()  # its turn
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    await asyncio.wait_for(gate.acquire(), 1)  # free: the turn was handed on

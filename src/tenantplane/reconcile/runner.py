@@ -468,8 +468,11 @@ class ReconcilerRunner:
         self._asleep_until = time.monotonic() + timeout
         self.idle.set()
         try:
+            # (``asyncio.timeout``: on Python 3.11 ``wait_for`` can swallow a cancellation
+            # that arrives as the wait ends, db/write_gate.py ``take_turn``.)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), timeout)
+                async with asyncio.timeout(timeout):
+                    await wake.wait()
         finally:
             self.idle.clear()
         return wake.is_set()
