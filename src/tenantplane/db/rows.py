@@ -65,7 +65,7 @@ def _json_value(value: Any) -> Any:
 
 
 @functools.lru_cache(maxsize=64)
-def json_recordset(table: Table, columns: tuple[str, ...]) -> TableValuedAlias:
+def _json_recordset(table: Table, columns: tuple[str, ...]) -> TableValuedAlias:
     """``json_to_recordset(CAST(:rows AS json)) AS r(<column> <type>, …)`` with ``table``'s
     types for ``columns`` (PostgreSQL)."""
     function = func.json_to_recordset(cast(bindparam(ROWS), JSON))
@@ -75,15 +75,15 @@ def json_recordset(table: Table, columns: tuple[str, ...]) -> TableValuedAlias:
 
 @functools.lru_cache(maxsize=64)
 def insert_from_json(table: Table, columns: tuple[str, ...]) -> PostgresInsert:
-    """``INSERT INTO table (columns) SELECT … FROM json_recordset`` (PostgreSQL); one row per
+    """``INSERT INTO table (columns) SELECT … FROM _json_recordset`` (PostgreSQL); one row per
     element of the parameter ``ROWS``."""
-    rows = json_recordset(table, columns)
+    rows = _json_recordset(table, columns)
     return postgres_insert(table).from_select(list(columns), select(*rows.c))
 
 
 @functools.lru_cache(maxsize=64)
 def _update_from_json(table: Table, columns: tuple[str, ...]) -> Update:
-    rows = json_recordset(table, columns)
+    rows = _json_recordset(table, columns)
     keys = [key.name for key in table.primary_key.columns]
     return (
         update(table)
