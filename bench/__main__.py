@@ -395,8 +395,8 @@ def _burst_latencies(
     def spread(values: list[float]) -> str:
         values.sort()
         return (
-            f"p50 {statistics.median(values):.2f} s, "
-            f"p99 {values[int(0.99 * (len(values) - 1))]:.2f} s"
+            f"p50 {statistics.median(values):.3f} s, "
+            f"p99 {values[int(0.99 * (len(values) - 1))]:.3f} s"
         )
 
     latencies = [(ready[u] - created[u]).total_seconds() for u in done]
@@ -407,7 +407,7 @@ def _burst_latencies(
     overhead = (median - simulated) / simulated
     return (
         f"create→Running {spread(latencies)} against {simulated:.1f} s simulated: "
-        f"overhead {overhead:.0%} (median). Decomposed: accepted after the burst's start "
+        f"overhead {overhead:.1%} (median). Decomposed: accepted after the burst's start "
         f"{spread(accepting)}; queue wait before the first step {spread(waiting)}; "
         f"first step → Running {spread(stepping)}"
     )
