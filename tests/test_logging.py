@@ -4,17 +4,22 @@ our events and the records of uvicorn, Alembic and SQLAlchemy alike (docs/operat
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import socket
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
+import structlog
 from sqlalchemy.engine import make_url
 
 from tenantplane.db.engine import Database
+from tenantplane.logging import configure_logging
 from tests.contract.server import (
     TENANTPLANE,
     free_port,
@@ -127,3 +132,38 @@ def test_migrate_logs_alembic_records_as_json_and_prints_its_result(tmp_path: Pa
     assert any(r["event"].startswith("Running upgrade") for r in migrations)
     assert {r["level"] for r in migrations} == {"info"}
     assert not any(r["logger"].startswith("sqlalchemy") for r in records)
+
+
+class Unencodable:
+    def __repr__(self) -> str:
+        return "<unencodable>"
+
+
+def test_our_events_are_json_lines_on_the_stderr_of_the_moment(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Rendered by structlog and written to the redirected stream, with the keys the
+    standard library's records carry; below the level, nothing; a value JSON cannot
+    encode, its repr; an exception, its traceback."""
+    configure_logging("INFO", json=True)
+    log = structlog.get_logger("tenantplane.example")
+    with structlog.contextvars.bound_contextvars(request_id="r-1"):
+        log.debug("below the level")
+        log.info("happened", count=3, at=datetime(2026, 11, 27, tzinfo=UTC), odd=Unencodable())
+        try:
+            raise ValueError("boom")
+        except ValueError:
+            log.exception("failed")
+    logging.getLogger("uvicorn.error").warning("from the standard library")
+
+    records = json_lines(capsys.readouterr().err)
+    assert [r["event"] for r in records] == ["happened", "failed", "from the standard library"]
+    happened, failed, foreign = records
+    assert happened["logger"] == "tenantplane.example"
+    assert happened["level"] == "info"
+    assert happened["request_id"] == "r-1"
+    assert (happened["count"], happened["odd"]) == (3, "<unencodable>")
+    assert happened["at"].startswith("2026-11-27T00:00:00")
+    assert failed["level"] == "error"
+    assert "ValueError: boom" in failed["exception"]
+    assert (foreign["logger"], foreign["level"]) == ("uvicorn.error", "warning")

@@ -1,8 +1,13 @@
 """Logging: one stream of JSON lines on stderr for our events and every library's records.
 
-structlog events and the standard-library records of uvicorn, Alembic, SQLAlchemy and the
-rest share one handler on the root logger; structlog's ProcessorFormatter gives both the
-same keys (``event``, ``level``, ``logger``, ``timestamp``, the request id when bound).
+Our structlog events are rendered by structlog itself and written as one line each
+(``StderrLogger``); the standard-library records of uvicorn, Alembic, SQLAlchemy and the
+rest go through one handler on the root logger, whose ProcessorFormatter gives them the same
+keys (``event``, ``level``, ``logger``, ``timestamp``, the request id when bound). Our events
+do not pass through the standard library: its record, handler and formatter (which makes a
+second record of the first) were a fifth of the CPU of a request served from a cache, for
+its one ``request`` line (bench/RESULTS.md, round 16). Both write to the ``sys.stderr`` of
+the moment, so redirected streams (tests, daemons) are honoured.
 Credentials never logged: headers and bodies are not logged, and neither are SQL statements.
 """
 
@@ -10,7 +15,9 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import Any
 
+import orjson
 import structlog
 
 # Quiet whatever the level: SQLAlchemy logs every statement with its parameters at INFO,
@@ -31,6 +38,38 @@ class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
 _handler = StderrHandler()
 
 
+class StderrLogger:
+    """structlog's logger: writes each rendered event as a line to the sys.stderr of the
+    moment, in one call (as the standard library's handler does: a line is never split by
+    another thread's). ``name`` is the logger's name (``structlog.get_logger(name)``), for
+    ``add_logger_name``."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def msg(self, message: str) -> None:
+        stream = sys.stderr
+        stream.write(message + "\n")
+        stream.flush()
+
+    log = debug = info = warn = warning = error = err = critical = exception = msg
+
+
+def _logger_factory(*args: Any) -> StderrLogger:
+    return StderrLogger(args[0] if args and isinstance(args[0], str) else "tenantplane")
+
+
+def _json_default(value: Any) -> Any:
+    # As structlog's own JSON renderer: an object's ``__structlog__`` if it has one, else
+    # its repr (a log line never fails on a value it cannot encode).
+    method = getattr(value, "__structlog__", None)
+    return method() if callable(method) else repr(value)
+
+
+def _json_line(event: dict[str, Any], **_: Any) -> str:
+    return orjson.dumps(event, default=_json_default, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
 def _shared_processors(json: bool) -> list[structlog.typing.Processor]:
     processors: list[structlog.typing.Processor] = [
         structlog.contextvars.merge_contextvars,
@@ -49,7 +88,9 @@ def configure_logging(level: str = "INFO", json: bool = True) -> None:
     """Idempotent: the process keeps one handler however often this runs."""
     shared = _shared_processors(json)
     renderer: structlog.typing.Processor = (
-        structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer()
+        structlog.processors.JSONRenderer(serializer=_json_line)
+        if json
+        else structlog.dev.ConsoleRenderer()
     )
     _handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
@@ -65,8 +106,8 @@ def configure_logging(level: str = "INFO", json: bool = True) -> None:
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
     structlog.configure(
-        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        processors=[*shared, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(numeric_level),
-        logger_factory=structlog.stdlib.LoggerFactory(),
+        logger_factory=_logger_factory,
         cache_logger_on_first_use=False,
     )
