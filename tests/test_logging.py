@@ -144,12 +144,13 @@ def test_our_events_are_json_lines_on_the_stderr_of_the_moment(
 ) -> None:
     """Rendered by structlog and written to the redirected stream, with the keys the
     standard library's records carry; below the level, nothing; a value JSON cannot
-    encode, its repr; an exception, its traceback."""
+    encode, its repr; an integer beyond 64 bits as it is; an exception, its traceback."""
     configure_logging("INFO", json=True)
     log = structlog.get_logger("tenantplane.example")
     with structlog.contextvars.bound_contextvars(request_id="r-1"):
         log.debug("below the level")
         log.info("happened", count=3, at=datetime(2026, 11, 27, tzinfo=UTC), odd=Unencodable())
+        log.info("huge", value=2**70)
         try:
             raise ValueError("boom")
         except ValueError:
@@ -159,13 +160,15 @@ def test_our_events_are_json_lines_on_the_stderr_of_the_moment(
     logging.getLogger("tests.logging.library").warning("from the standard library")
 
     records = json_lines(capsys.readouterr().err)
-    assert [r["event"] for r in records] == ["happened", "failed", "from the standard library"]
-    happened, failed, foreign = records
+    events = [r["event"] for r in records]
+    assert events == ["happened", "huge", "failed", "from the standard library"]
+    happened, huge, failed, foreign = records
     assert happened["logger"] == "tenantplane.example"
     assert happened["level"] == "info"
     assert happened["request_id"] == "r-1"
     assert (happened["count"], happened["odd"]) == (3, "<unencodable>")
     assert happened["at"].startswith("2026-11-27T00:00:00")
+    assert huge["value"] == 2**70
     assert failed["level"] == "error"
     assert "ValueError: boom" in failed["exception"]
     assert (foreign["logger"], foreign["level"]) == ("tests.logging.library", "warning")

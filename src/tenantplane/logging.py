@@ -13,6 +13,7 @@ Credentials never logged: headers and bodies are not logged, and neither are SQL
 
 from __future__ import annotations
 
+import json as stdlib_json
 import logging
 import sys
 from typing import Any
@@ -67,7 +68,11 @@ def _json_default(value: Any) -> Any:
 
 
 def _json_line(event: dict[str, Any], **_: Any) -> str:
-    return orjson.dumps(event, default=_json_default, option=orjson.OPT_NON_STR_KEYS).decode()
+    try:
+        return orjson.dumps(event, default=_json_default, option=orjson.OPT_NON_STR_KEYS).decode()
+    except orjson.JSONEncodeError:
+        # What orjson refuses outright (an integer beyond 64 bits): the standard library.
+        return stdlib_json.dumps(event, default=_json_default)
 
 
 def _shared_processors(json: bool) -> list[structlog.typing.Processor]:
