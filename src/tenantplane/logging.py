@@ -5,9 +5,9 @@ Our structlog events are rendered by structlog itself and written as one line ea
 rest go through one handler on the root logger, whose ProcessorFormatter gives them the same
 keys (``event``, ``level``, ``logger``, ``timestamp``, the request id when bound). Our events
 do not pass through the standard library: its record, handler and formatter (which makes a
-second record of the first) were a fifth of the CPU of a request served from a cache, for
-its one ``request`` line (bench/RESULTS.md, round 16). Both write to the ``sys.stderr`` of
-the moment, so redirected streams (tests, daemons) are honoured.
+second record of the first) took a fifth of the API's CPU while it served GETs of one
+cluster, for their one ``request`` line each (bench/RESULTS.md, round 16). Both write to
+the ``sys.stderr`` of the moment, so redirected streams (tests, daemons) are honoured.
 Credentials never logged: headers and bodies are not logged, and neither are SQL statements.
 """
 
