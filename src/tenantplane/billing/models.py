@@ -117,6 +117,34 @@ class Invoice(Versioned, Leased, Base):
         return self.subtotal - self.credits_applied
 
 
+class ChargeAttemptOutcome(enum.StrEnum):
+    pending = "pending"  # recorded before the provider was called; no answer recorded yet
+    interrupted = "interrupted"  # its worker died or lost its lease before recording one
+    charged = "charged"  # the provider created the transaction
+    adopted = "adopted"  # an earlier attempt's transaction was found and taken as the charge
+    failed = "failed"  # the provider failed or was unreachable (``error``)
+
+
+class ChargeAttempt(Base):
+    """One attempt to charge an invoice, recorded under the invoice's lease *before* the
+    provider is called: a successor then knows a call may have been made, and looks for
+    its transaction before creating one (docs/billing.md)."""
+
+    __tablename__ = "invoice_charge_attempts"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    invoice_id: Mapped[int] = mapped_column(
+        ForeignKey("invoices.id", ondelete="CASCADE"), index=True
+    )
+    # The lease's fencing token: which worker's attempt it was.
+    lease_token: Mapped[str] = mapped_column(String(32))
+    started_at: Mapped[datetime]
+    finished_at: Mapped[datetime | None] = mapped_column(default=None)
+    outcome: Mapped[str] = mapped_column(String(16), default=ChargeAttemptOutcome.pending.value)
+    transaction_id: Mapped[str] = mapped_column(String(64), default="")
+    error: Mapped[str] = mapped_column(Text, default="")
+
+
 class InvoiceLineItem(Base):
     __tablename__ = "invoice_line_items"
 

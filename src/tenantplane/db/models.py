@@ -5,6 +5,7 @@ from tenantplane.apikey.models import ApiKey
 from tenantplane.billing.models import (
     BillingProfile,
     BillingSchedule,
+    ChargeAttempt,
     CreditEntry,
     Invoice,
     InvoiceLineItem,
@@ -26,6 +27,7 @@ __all__ = [
     "Base",
     "BillingProfile",
     "BillingSchedule",
+    "ChargeAttempt",
     "Cluster",
     "ClusterHistory",
     "CreditEntry",
