@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from tenantplane.apikey import service as apikey_service
 from tenantplane.billing import service as billing_service
@@ -16,6 +16,8 @@ from tenantplane.db.engine import Database
 from tenantplane.keys import KeyRing
 from tenantplane.member.models import Member, Role
 from tenantplane.providers.orchestrator.simulator_models import SimulatedCluster
+from tenantplane.reconcile.fence import Fence
+from tenantplane.reconcile.lease import Lease
 from tenantplane.tenant import service as tenant_service
 from tenantplane.tenant.models import Plan
 
@@ -349,3 +351,20 @@ def simulated_deployment(uid: str, **overrides: object) -> SimulatedCluster:
         created_at=utcnow(),
     )
     return SimulatedCluster(**(values | overrides))
+
+
+def fence_of(database: Database, lease: Lease, seconds: float = 30.0) -> Fence:
+    """The fence a runner hands ``act`` for ``lease``: for tests that drive a reconciler's
+    steps by hand."""
+    return Fence(database, lease, timedelta(seconds=seconds))
+
+
+async def expire_lease(database: Database, lease: Lease) -> None:
+    """Make ``lease`` lapse now (as if its holder had stalled past it), token kept."""
+    table = lease.table
+    async with database.transaction() as session:
+        await session.execute(
+            update(table)
+            .where(table.c.lock_token == lease.token)
+            .values(lock_expires_at=utcnow() - timedelta(hours=1))
+        )

@@ -23,6 +23,7 @@ from tenantplane.providers.orchestrator import ClusterSpec, Stage
 from tenantplane.providers.orchestrator.kubernetes import ChartSettings, KubernetesOrchestrator
 from tenantplane.providers.sync import ClusterRef, CopySpec, SyncPending
 from tenantplane.providers.sync.external_secrets import ExternalSecretsSync, StoreSettings
+from tenantplane.reconcile.fence import UNFENCED
 from tests.fakes.kubernetes import KINDS
 from tests.fakes.kubernetes_fixtures import HostCluster
 
@@ -145,14 +146,14 @@ async def test_the_worker_role_is_exactly_what_the_platform_uses(
         {"cpu": "4", "memory": "8Gi", "storage": "50Gi"},
     )
     for _ in range(40):
-        if (await orchestrator.apply(cluster)).settled:
+        if (await orchestrator.apply(cluster, UNFENCED)).settled:
             break
         host_cluster.controllers.step()
     ref = ClusterRef(cluster.uid, "other", "", "", tenant="acme")
     with pytest.raises(SyncPending):  # reads the kubeconfig Secret from the host cluster
-        await sync.apply(ref, CopySpec("acme", "default", "s", "u", "tenant-acme", "p"))
+        await sync.apply(ref, CopySpec("acme", "default", "s", "u", "tenant-acme", "p"), UNFENCED)
     for _ in range(40):
-        if (await orchestrator.delete(cluster)).stage == Stage.gone:
+        if (await orchestrator.delete(cluster, UNFENCED)).stage == Stage.gone:
             break
         host_cluster.controllers.step()
     await kube.aclose()

@@ -102,7 +102,8 @@ async def test_failed_and_timed_out_charges_stay_draft_until_a_later_run(
     deployment = await billing(**paddle_overrides(paddle))
     tenant = await september_tenant(factory, paddle)
 
-    paddle.stall_next(3.0)  # beyond the client's 1 s timeout: Paddle charges all the same
+    # Paddle charges, and its answer comes after the client's 1 s timeout.
+    paddle.hold_next("POST", "/transactions", timeout=3.0)
     assert (await deployment.run(SEPTEMBER_END))["chargesAttempted"] == 1
     invoice = await only_invoice(deployment, tenant)
     assert (invoice["status"]["phase"], invoice["providerTransactionID"]) == ("Draft", "")
@@ -131,13 +132,14 @@ async def test_a_refused_charge_is_retried_by_a_later_run(
 ) -> None:
     deployment = await billing(**paddle_overrides(paddle))
     tenant = await september_tenant(factory, paddle)
-    paddle.fail_next(400, "bad_request", "Invalid request.", kind="request_error")
+    paddle.fail_next(400, "bad_request", "Invalid request.", kind="request_error", method="POST")
     await deployment.run(SEPTEMBER_END)
     assert (await only_invoice(deployment, tenant))["status"]["phase"] == "Draft"
     await deployment.run(SEPTEMBER_END)
     assert (await only_invoice(deployment, tenant))["status"]["phase"] == "Billed"
-    # One refused create, one search (nothing found), one create.
+    # Each run searches first (nothing found): one refused create, then one made.
     assert len(paddle.calls("POST", "/transactions")) == 2
+    assert len(paddle.calls("GET", "/transactions?")) == 2
 
 
 async def until(condition: Callable[[], bool]) -> None:

@@ -207,7 +207,8 @@ async def test_a_charge_whose_answer_was_lost_is_matched_by_its_custom_data(
 ) -> None:
     deployment = await billing(**paddle_overrides(paddle), run_reconcilers=True)
     tenant = await september_tenant(factory, paddle)
-    paddle.stall_next(3.0)  # the client gives up; Paddle creates the transaction anyway
+    # Paddle creates the transaction; the client gives up before its answer comes.
+    paddle.hold_next("POST", "/transactions", timeout=3.0)
     await deployment.run(SEPTEMBER_END)
     invoice = await only_invoice(deployment, tenant)
     assert (invoice["status"]["phase"], invoice["providerTransactionID"]) == ("Draft", "")

@@ -21,8 +21,9 @@ from tenantplane.db.engine import Database
 from tenantplane.providers.orchestrator import ClusterSpec, Observation, Orchestrator
 from tenantplane.providers.orchestrator.simulator import SimulatorOrchestrator
 from tenantplane.providers.orchestrator.simulator_models import SimulatedCluster
+from tenantplane.reconcile.fence import WriteFence
 from tenantplane.reconcile.runner import ReconcilerRunner
-from tests.factories import Factory
+from tests.factories import Factory, fence_of
 from tests.statements import statements_sent
 
 
@@ -32,11 +33,11 @@ class OneByOne:
     def __init__(self, inner: SimulatorOrchestrator) -> None:
         self.inner = inner
 
-    async def apply(self, spec: ClusterSpec) -> Observation:
-        return await self.inner.apply(spec)
+    async def apply(self, spec: ClusterSpec, fence: WriteFence) -> Observation:
+        return await self.inner.apply(spec, fence)
 
-    async def delete(self, spec: ClusterSpec) -> Observation:
-        return await self.inner.delete(spec)
+    async def delete(self, spec: ClusterSpec, fence: WriteFence) -> Observation:
+        return await self.inner.delete(spec, fence)
 
 
 class ManyAtOnce(OneByOne):
@@ -234,7 +235,10 @@ async def test_a_row_of_a_batch_whose_lease_was_lost_is_not_written(
     snapshots = {row_id: work for row_id, work in loaded.items() if work is not None}
     outcomes = [
         outcome
-        for outcome in await reconciler.act_batch([snapshots[lease.row_id] for lease in leases])
+        for outcome in await reconciler.act_batch(
+            [snapshots[lease.row_id] for lease in leases],
+            [fence_of(database, lease) for lease in leases],
+        )
         if isinstance(outcome, Observation)
     ]
     lost = leases[0]
@@ -285,8 +289,9 @@ async def test_an_orchestrator_of_many_calls_elsewhere_is_called_with_no_session
     with checkouts(database) as taken:
         assert await runner.run_once() == 3
     assert set((await phases(database, ids)).values()) == {ClusterPhase.provisioning.value}
-    # The fetch, the load, the orchestrator's own transaction, the apply, the last fetch.
-    assert len(taken) == 5
+    # The fetch, the load, the leases held for the call (one statement), the orchestrator's
+    # own transaction, the apply, the last fetch.
+    assert len(taken) == 6
 
 
 async def test_a_batch_of_different_changes_writes_each_table_in_one_statement(

@@ -15,8 +15,9 @@ from tenantplane.cluster.reconciler import ClusterReconciler
 from tenantplane.db.clock import database_now
 from tenantplane.db.engine import Database
 from tenantplane.providers.orchestrator.simulator import SimulatorOrchestrator
+from tenantplane.reconcile.fence import UNFENCED
 from tenantplane.reconcile.runner import ReconcilerRunner
-from tests.factories import Factory
+from tests.factories import Factory, fence_of
 from tests.providers.orchestrator.test_simulator import spec
 
 STEP_SECONDS = 1.0
@@ -52,9 +53,9 @@ async def test_the_simulator_says_when_its_next_step_is_due_until_settled(
 ) -> None:
     orchestrator = SimulatorOrchestrator(database, step_seconds=0)
     wanted = spec()
-    first = await orchestrator.apply(wanted)
+    first = await orchestrator.apply(wanted, UNFENCED)
     assert first.next_change_seconds is not None
-    settled = await orchestrator.apply(wanted)
+    settled = await orchestrator.apply(wanted, UNFENCED)
     assert settled.settled
     assert settled.next_change_seconds is None
 
@@ -71,7 +72,7 @@ async def test_the_next_look_counts_from_the_orchestrators_call_not_from_the_wri
     async with database.transaction() as session:
         work = await reconciler.load(session, lease.row_id)
     assert work is not None
-    observed = await reconciler.act(work)
+    observed = await reconciler.act(work, fence_of(database, lease))
     assert observed.next_change_seconds is not None
     # As if the write came 0.6 s after the simulator's call.
     late = replace(observed, observed_at=observed.observed_at - 0.6)

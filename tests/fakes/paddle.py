@@ -20,15 +20,17 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import operator
 import secrets
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlencode
 
 from tests.fakes.server import LoopbackServer, QuietHandler
 
@@ -59,6 +61,12 @@ class Failure:
     code: str
     detail: str
     type: str = "request_error"
+    # Which calls it answers (None: the next call, whatever it is).
+    method: str | None = None
+    prefix: str = ""
+
+    def answers(self, method: str, path: str) -> bool:
+        return self.method in (None, method) and path.startswith(self.prefix)
 
 
 @dataclass
@@ -67,6 +75,22 @@ class Recorded:
     path: str
     body: Any
     headers: dict[str, str]
+
+
+@dataclass
+class Hold:
+    """The answer to a call held back after the call took effect (a transaction created):
+    as a network or a frozen client would lose it. ``reached`` is set when the call has
+    taken effect and waits; ``release`` sends the answer (to whoever still listens)."""
+
+    method: str
+    prefix: str
+    reached: threading.Event = field(default_factory=threading.Event)
+    released: threading.Event = field(default_factory=threading.Event)
+    timeout: float = 300.0
+
+    def release(self) -> None:
+        self.released.set()
 
 
 @dataclass
@@ -79,6 +103,7 @@ class FakePaddleState:
     requests: list[Recorded] = field(default_factory=list)
     failures: deque[Failure] = field(default_factory=deque)
     stalls: deque[float] = field(default_factory=deque)
+    holds: deque[Hold] = field(default_factory=deque)
     invoice_counter: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -176,14 +201,26 @@ class FakePaddle:
         *,
         times: int = 1,
         kind: str = "api_error",
+        method: str | None = None,
+        prefix: str = "",
     ) -> None:
+        """Fail the next ``times`` calls (only ``method`` calls whose path starts with
+        ``prefix``, when given) with this error."""
         for _ in range(times):
-            self.state.failures.append(Failure(status, code, detail, kind))
+            self.state.failures.append(Failure(status, code, detail, kind, method, prefix))
 
     def stall_next(self, seconds: float, *, times: int = 1) -> None:
         """Delay the next responses (longer than the client's timeout makes it time out)."""
         for _ in range(times):
             self.state.stalls.append(seconds)
+
+    def hold_next(self, method: str, prefix: str, *, timeout: float = 300.0) -> Hold:
+        """Hold the answer of the next ``method`` call whose path starts with ``prefix``
+        once it has taken effect, until released (or ``timeout``)."""
+        hold = Hold(method, prefix, timeout=timeout)
+        with self.state.lock:
+            self.state.holds.append(hold)
+        return hold
 
     def calls(self, method: str, prefix: str) -> list[Recorded]:
         return [r for r in self.state.requests if r.method == method and r.path.startswith(prefix)]
@@ -443,29 +480,61 @@ def _create_transaction(state: FakePaddleState, body: dict[str, Any]) -> dict[st
     return transaction
 
 
-def _list_transactions(state: FakePaddleState, query: dict[str, list[str]]) -> dict[str, Any]:
-    """List transactions, filtered by customer_id and collection_mode, newest first when
-    ordered by id[DESC] (Paddle ids sort by creation); one page."""
+_COMPARISONS: dict[str, Callable[[datetime, datetime], bool]] = {
+    "": operator.eq,
+    "[LT]": operator.lt,
+    "[LTE]": operator.le,
+    "[GT]": operator.gt,
+    "[GTE]": operator.ge,
+}
+
+
+def _created_within(transaction: dict[str, Any], query: dict[str, list[str]]) -> bool:
+    """Paddle's ``created_at`` filter: an RFC 3339 time, alone or with [LT], [LTE], [GT] or
+    [GTE]."""
+    created = datetime.fromisoformat(transaction["created_at"])
+    for suffix, holds in _COMPARISONS.items():
+        for value in query.get(f"created_at{suffix}", []):
+            if not holds(created, datetime.fromisoformat(value)):
+                return False
+    return True
+
+
+def _list_transactions(
+    state: FakePaddleState, query: dict[str, list[str]], base_url: str
+) -> dict[str, Any]:
+    """List transactions, filtered by customer_id, collection_mode and created_at, ordered
+    by id (newest first for id[DESC]: Paddle ids sort by creation, the fake's by insertion),
+    a page at a time: ``after`` is the last id of the previous page, and
+    ``meta.pagination.next`` the URL of the next page while ``has_more``."""
     customers = set(",".join(query.get("customer_id", [])).split(",")) - {""}
     mode = query.get("collection_mode", [None])[0]
-    per_page = int(query.get("per_page", ["50"])[0])
+    per_page = min(int(query.get("per_page", ["50"])[0]), 200)
     items = [
         transaction
         for transaction in state.transactions.values()
         if (not customers or transaction["customer_id"] in customers)
         and (mode is None or transaction["collection_mode"] == mode)
+        and _created_within(transaction, query)
     ]
     if query.get("order_by", ["id[ASC]"])[0].lower() == "id[desc]":
         items.reverse()
+    after = query.get("after", [None])[0]
+    if after is not None:
+        ids = [transaction["id"] for transaction in items]
+        items = items[ids.index(after) + 1 :] if after in ids else []
     page = items[:per_page]
+    has_more = len(items) > per_page
+    following = {key: values[0] for key, values in query.items()}
+    following["after"] = page[-1]["id"] if page else ""
     return {
         "data": page,
         "meta": {
             "request_id": secrets.token_hex(16),
             "pagination": {
                 "per_page": per_page,
-                "next": "",
-                "has_more": len(items) > per_page,
+                "next": f"{base_url}/transactions?{urlencode(following)}",
+                "has_more": has_more,
                 "estimated_total": len(items),
             },
         },
@@ -593,14 +662,35 @@ class _Handler(QuietHandler):
             time.sleep(state.stalls.popleft())
         try:
             self._authenticate()
-            if state.failures:
-                failure = state.failures.popleft()
+            failure = self._failure(method, path)
+            if failure is not None:
                 raise PaddleError(failure.status, failure.code, failure.detail, failure.type)
-            self._reply(200 if method == "GET" else 201, self._route(method, path, query, body))
+            answer = self._route(method, path, query, body)
+            self._hold(method, path)
+            self._reply(200 if method == "GET" else 201, answer)
         except PaddleError as error:
             self._error(error)
         except (BrokenPipeError, ConnectionResetError):
             return
+
+    def _failure(self, method: str, path: str) -> Failure | None:
+        with self.state.lock:
+            failure = next((f for f in self.state.failures if f.answers(method, path)), None)
+            if failure is not None:
+                self.state.failures.remove(failure)
+        return failure
+
+    def _hold(self, method: str, path: str) -> None:
+        with self.state.lock:
+            hold = next(
+                (h for h in self.state.holds if h.method == method and path.startswith(h.prefix)),
+                None,
+            )
+            if hold is not None:
+                self.state.holds.remove(hold)
+        if hold is not None:
+            hold.reached.set()
+            hold.released.wait(hold.timeout)
 
     def _authenticate(self) -> None:
         header = self.headers.get("Authorization")
@@ -613,7 +703,8 @@ class _Handler(QuietHandler):
         parts = [part for part in path.split("/") if part]
         state = self.state
         if method == "GET" and parts == ["transactions"]:
-            return _list_transactions(state, parse_qs(query))
+            base_url = f"http://{self.headers.get('Host', '127.0.0.1')}"
+            return _list_transactions(state, parse_qs(query), base_url)
         if method == "POST" and parts == ["transactions"]:
             data = _create_transaction(state, body)
         elif method == "GET" and len(parts) == 2 and parts[0] == "transactions":

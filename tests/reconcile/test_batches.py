@@ -17,6 +17,7 @@ from tenantplane.db.base import utcnow
 from tenantplane.db.engine import Database
 from tenantplane.reconcile import ReconcilerRunner
 from tenantplane.reconcile import runner as runner_module
+from tenantplane.reconcile.fence import Fence
 from tenantplane.reconcile.fetcher import Fetcher
 from tenantplane.reconcile.hints import wake_after_commit
 from tenantplane.reconcile.lease import UNKNOWN, GuardedWrite, update_each
@@ -42,10 +43,10 @@ class BatchedReconciler(CountingReconciler):
         self.batches.append(len(row_ids))
         return await super().load_batch(session, row_ids)
 
-    async def act(self, snapshot: Seen) -> int:
+    async def act(self, snapshot: Seen, fence: Fence) -> int:
         if snapshot.row_id in self.failing:
             raise RuntimeError("act failed")
-        return await super().act(snapshot)
+        return await super().act(snapshot, fence)
 
     async def apply_batch(self, session: AsyncSession, batch: Any) -> None:
         writes = [
@@ -190,7 +191,7 @@ async def test_every_row_of_a_batch_is_reconciled_once_and_a_failing_act_backs_o
 class BatchCallFailing(BatchedReconciler):
     """Acts on a whole batch in one call (``act_batch``), and that call fails."""
 
-    async def act_batch(self, snapshots: Any) -> list[int | BaseException]:
+    async def act_batch(self, snapshots: Any, fences: Any) -> list[int | BaseException]:
         raise RuntimeError("the batch's call failed")
 
 
@@ -219,9 +220,9 @@ async def test_a_batch_longer_than_its_lease_keeps_its_rows(
     release = asyncio.Event()
     act = reconciler.act
 
-    async def slow(snapshot: Seen) -> int:
+    async def slow(snapshot: Seen, fence: Fence) -> int:
         await release.wait()
-        return await act(snapshot)
+        return await act(snapshot, fence)
 
     reconciler.act = slow  # type: ignore[method-assign]
     runner = ReconcilerRunner(database, reconciler, owner="slow", idle_poll_seconds=30)

@@ -21,6 +21,7 @@ from tenantplane.cluster.models import Cluster
 from tenantplane.db.base import utcnow
 from tenantplane.db.engine import Database
 from tenantplane.reconcile import LeaseGuard, Reconciler, ReconcilerRunner, wake_after_commit
+from tenantplane.reconcile.fence import Fence
 from tenantplane.reconcile.fetcher import Fetcher
 from tenantplane.reconcile.metrics import ReconcileMetrics
 from tests.factories import Factory
@@ -50,7 +51,7 @@ class CountingReconciler(Reconciler[Seen, int]):
         cluster = await session.get(Cluster, row_id)
         return None if cluster is None else Seen(cluster.id, cluster.generation)
 
-    async def act(self, snapshot: Seen) -> int:
+    async def act(self, snapshot: Seen, fence: Fence) -> int:
         self.running += 1
         self.max_running = max(self.max_running, self.running)
         await asyncio.sleep(0.01)
@@ -253,11 +254,11 @@ class FailingOnceReconciler(CountingReconciler):
         super().__init__()
         self.fail_on: int | None = row_id
 
-    async def act(self, snapshot: Seen) -> int:
+    async def act(self, snapshot: Seen, fence: Fence) -> int:
         if snapshot.row_id == self.fail_on:
             self.fail_on = None
             raise RuntimeError("the outside world said no")
-        return await super().act(snapshot)
+        return await super().act(snapshot, fence)
 
 
 def sample(metrics: ReconcileMetrics, name: str, reconciler: str) -> float:

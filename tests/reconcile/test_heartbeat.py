@@ -17,6 +17,7 @@ from tenantplane.cluster.models import Cluster
 from tenantplane.db.clock import database_now
 from tenantplane.db.engine import Database
 from tenantplane.reconcile import LeaseGuard, Reconciler, ReconcilerRunner
+from tenantplane.reconcile.fence import Fence
 from tenantplane.reconcile.fetcher import Fetcher
 from tests.factories import Factory
 
@@ -38,7 +39,7 @@ class SlowReconciler(Reconciler[int, int]):
     async def load(self, session: AsyncSession, row_id: Any) -> int | None:
         return int(row_id)
 
-    async def act(self, snapshot: int) -> int:
+    async def act(self, snapshot: int, fence: Fence) -> int:
         self.started.set()
         await self.finish.wait()
         return 7

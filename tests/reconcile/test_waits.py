@@ -10,6 +10,7 @@ import pytest
 
 from tenantplane.db.engine import Database
 from tenantplane.reconcile import ReconcilerRunner
+from tenantplane.reconcile.fence import Fence
 from tenantplane.reconcile.hints import wake_now
 from tests.factories import Factory
 from tests.reconcile.test_framework import (
@@ -31,7 +32,7 @@ class HeldReconciler(CountingReconciler):
         self.release = asyncio.Event()
         self.full = asyncio.Event()
 
-    async def act(self, snapshot: Seen) -> int:
+    async def act(self, snapshot: Seen, fence: Fence) -> int:
         self.running += 1
         if self.running == self.concurrency:
             self.full.set()

@@ -10,18 +10,20 @@ from datetime import timedelta
 from pathlib import Path
 
 import httpx
+import pytest
 from sqlalchemy import select, update
 
 from tenantplane.db.engine import Database
 from tenantplane.providers.sync import ClusterRef, CopySpec
 from tenantplane.providers.sync.simulator import SimulatorSyncProvider
+from tenantplane.reconcile.fence import LeaseLost, WriteFence
 from tenantplane.reconcile.fetcher import Fetcher
 from tenantplane.reconcile.registry import ReconcileContext
 from tenantplane.reconcile.runner import ReconcilerRunner
 from tenantplane.secret.models import Secret
 from tenantplane.secret.reconciler import SecretReconciler, SecretView, build_secret_reconciler
 from tests.conftest import make_settings
-from tests.factories import Factory
+from tests.factories import Factory, expire_lease, fence_of
 from tests.http_client import api_client, bearer, running_app
 from tests.secret.support import copies_in, target_statuses
 from tests.statements import statements_sent
@@ -51,7 +53,7 @@ async def loaded(database: Database, reconciler: SecretReconciler, row_id: int) 
 async def one_pass(database: Database, reconciler: SecretReconciler) -> None:
     [lease] = await Fetcher(database, SECRETS, "test").lease(1, timedelta(seconds=30))
     snapshot = await loaded(database, reconciler, lease.row_id)
-    outcome = await reconciler.act(snapshot)
+    outcome = await reconciler.act(snapshot, fence_of(database, lease))
     async with database.statements() as session:
         await reconciler.apply(session, lease.guard(session), snapshot, outcome)
 
@@ -78,7 +80,7 @@ async def test_a_patch_during_a_pass_is_not_overwritten_by_it(
         fetcher = Fetcher(database, SECRETS, "test")
         [lease] = await fetcher.lease(10, timedelta(seconds=30))
         snapshot = await loaded(database, reconciler, lease.row_id)
-        outcome = await reconciler.act(snapshot)  # places prod/a
+        outcome = await reconciler.act(snapshot, fence_of(database, lease))  # places prod/a
         assert await copies_in(database, prod.uid) == {("a", "app")}
 
         # The targets change while the pass is between act and apply.
@@ -129,13 +131,17 @@ async def test_a_pass_that_lost_its_lease_writes_nothing(
             headers=headers,
         )
         version = created.json()["resourceVersion"]
-        # A lease that has already expired: another worker may take the row over.
-        [stale] = await Fetcher(database, SECRETS, "slow").lease(1, timedelta(0))
+        # A pass acts under its lease, which then lapses and is taken over before it applies.
+        [stale] = await Fetcher(database, SECRETS, "slow").lease(1, timedelta(seconds=30))
         snapshot = await loaded(database, reconciler, stale.row_id)
-        outcome = await reconciler.act(snapshot)
+        outcome = await reconciler.act(snapshot, fence_of(database, stale))
+        await expire_lease(database, stale)
         [fresh] = await Fetcher(database, SECRETS, "fast").lease(1, timedelta(seconds=30))
         async with database.statements() as session:
             await reconciler.apply(session, stale.guard(session), snapshot, outcome)
+        # Nor may it act again: its fence no longer holds.
+        with pytest.raises(LeaseLost):
+            await reconciler.act(snapshot, fence_of(database, stale))
         body = (await client.get(f"{tenant.path}/secrets/app", headers=headers)).json()
         assert body["resourceVersion"] == version
         assert body["status"]["phase"] == "Pending"
@@ -169,7 +175,8 @@ async def test_a_batch_applies_each_secret_under_its_own_lease_and_generation(
         assert len(snapshots) == len(leases) == 3
         by_name = {snapshots[lease.row_id].name: lease for lease in leases}
         outcomes = {
-            row_id: await reconciler.act(snapshot) for row_id, snapshot in snapshots.items()
+            lease.row_id: await reconciler.act(snapshots[lease.row_id], fence_of(database, lease))
+            for lease in leases
         }
         # Between act and apply: one secret's targets change, another's lease is taken over.
         patched = await client.patch(
@@ -226,11 +233,11 @@ class CallsInFlight(SimulatorSyncProvider):
         self.in_flight = 0
         self.most = 0
 
-    async def apply(self, cluster: ClusterRef, copy: CopySpec) -> bool:
+    async def apply(self, cluster: ClusterRef, copy: CopySpec, fence: WriteFence) -> bool:
         self.in_flight += 1
         self.most = max(self.most, self.in_flight)
         try:
-            return await super().apply(cluster, copy)
+            return await super().apply(cluster, copy, fence)
         finally:
             self.in_flight -= 1
 

@@ -32,6 +32,7 @@ from tenantplane.providers.alerting.base import (
     Credentials,
     Target,
 )
+from tenantplane.reconcile.fence import Fence
 from tenantplane.reconcile.lease import LeaseGuard
 from tenantplane.reconcile.registry import ReconcileContext
 from tenantplane.reconcile.runner import Reconciler
@@ -102,7 +103,7 @@ class AlertingReconciler(Reconciler[Delivery, Delivered]):
             attempts=row.apply_attempts,
         )
 
-    async def act(self, snapshot: Delivery) -> Delivered:
+    async def act(self, snapshot: Delivery, fence: Fence) -> Delivered:
         try:
             async with self.backend.render_lock():
                 documents: dict[str, Document] = {}
@@ -112,6 +113,9 @@ class AlertingReconciler(Reconciler[Delivery, Delivered]):
                     async with self.database.sessionmaker() as session:
                         documents = await AlertingRepository.from_session(session).all_documents()
                 target = Target(snapshot.tenant, snapshot.credentials, documents)
+                # Under the lease, held just before the write: a worker that stalled past
+                # it must not push an older document over a newer one.
+                await fence.hold()
                 if snapshot.remove:
                     await self.backend.remove(target)
                 else:

@@ -13,10 +13,12 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tenantplane.billing.models import Invoice, InvoicePhase
+from tenantplane.billing.attempts import ChargeAttempts
+from tenantplane.billing.models import ChargeAttemptOutcome, Invoice, InvoicePhase
 from tenantplane.billing.repository import BillingRepository
+from tenantplane.db.clock import database_now
 from tenantplane.providers.payment import ChargeRequest, ProviderTransaction
-from tenantplane.reconcile import LeaseGuard
+from tenantplane.reconcile import Fence, LeaseGuard
 
 # The charge's own answer has no event time: any webhook about it counts as newer.
 CHARGE_ANSWER_TIME = datetime(1970, 1, 1, tzinfo=UTC)
@@ -60,7 +62,11 @@ class ChargeSnapshot:
 @dataclass(frozen=True)
 class ChargeOutcome:
     transaction: ProviderTransaction | None
+    #: The attempt recorded before the provider was called.
+    attempt_id: int
     error: str = ""
+    #: The transaction was found (made by an earlier attempt), not created by this one.
+    adopted: bool = False
 
 
 async def load_charge(session: AsyncSession, invoice_id: int) -> ChargeSnapshot | None:
@@ -88,6 +94,7 @@ async def load_charge(session: AsyncSession, invoice_id: int) -> ChargeSnapshot 
             description=_description(invoice),
             period_start=invoice.period_start,
             period_end=invoice.period_end,
+            issued_at=invoice.created_at,
         ),
     )
 
@@ -103,17 +110,31 @@ def retry_delay(attempts: int) -> float:
     return float(min(RETRY_BASE_SECONDS * 2 ** max(attempts - 1, 0), RETRY_MAX_SECONDS))
 
 
+async def begin_attempt(snapshot: ChargeSnapshot, fence: Fence) -> int:
+    """The intent, before any provider call: the attempt counted on the invoice and recorded
+    as pending, in one transaction that proves the lease is held (and holds it a full term
+    more). A successor that finds it knows a call may have been made."""
+    async with fence.held(charge_attempts=snapshot.attempts + 1) as session:
+        attempts = ChargeAttempts(session)
+        return await attempts.begin(snapshot.invoice_id, fence.token, await database_now(session))
+
+
 async def apply_charge(
     session: AsyncSession, guard: LeaseGuard, snapshot: ChargeSnapshot, outcome: ChargeOutcome
 ) -> None:
     attempts = snapshot.attempts + 1
     transaction = outcome.transaction
+    now = await guard.now()
     if transaction is None:
-        await guard.update(
-            reconcile_at=await guard.now() + timedelta(seconds=retry_delay(attempts)),
+        failed = await guard.update(
+            reconcile_at=now + timedelta(seconds=retry_delay(attempts)),
             charge_attempts=attempts,
             last_charge_error=outcome.error[:2000],
         )
+        if failed:
+            await ChargeAttempts(session).finish(
+                outcome.attempt_id, ChargeAttemptOutcome.failed, now, error=outcome.error
+            )
         return
     recorded = await guard.update(
         reconcile_at=None,
@@ -124,6 +145,12 @@ async def apply_charge(
     )
     if not recorded:
         return
+    await ChargeAttempts(session).finish(
+        outcome.attempt_id,
+        ChargeAttemptOutcome.adopted if outcome.adopted else ChargeAttemptOutcome.charged,
+        now,
+        transaction_id=transaction.id,
+    )
     target = phase_for_status(transaction.status)
     values = settled_values(transaction) if target is InvoicePhase.paid else {}
     await BillingRepository.from_session(session).advance_invoice(

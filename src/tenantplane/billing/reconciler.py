@@ -15,7 +15,13 @@ from typing import Any, ClassVar
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.schema import Table
 
-from tenantplane.billing.charging import ChargeOutcome, ChargeSnapshot, apply_charge, load_charge
+from tenantplane.billing.charging import (
+    ChargeOutcome,
+    ChargeSnapshot,
+    apply_charge,
+    begin_attempt,
+    load_charge,
+)
 from tenantplane.billing.context import BillingContext
 from tenantplane.billing.cycle import INVOICES_RECONCILER, close_ended_periods
 from tenantplane.billing.metering import month_end
@@ -23,7 +29,7 @@ from tenantplane.billing.models import BillingSchedule, Invoice, ProviderEvent
 from tenantplane.billing.webhooks import EVENTS_RECONCILER, apply_event, record_outcome
 from tenantplane.db.base import utcnow
 from tenantplane.providers.payment import ProviderUnavailable
-from tenantplane.reconcile import LeaseGuard, Reconciler, wake_after_commit
+from tenantplane.reconcile import Fence, LeaseGuard, Reconciler, wake_after_commit
 from tenantplane.reconcile.registry import ReconcileContext
 
 CYCLE_RECONCILER = "billing-cycle"
@@ -42,18 +48,20 @@ class InvoiceReconciler(Reconciler[ChargeSnapshot, ChargeOutcome]):
     async def load(self, session: AsyncSession, row_id: Any) -> ChargeSnapshot | None:
         return await load_charge(session, int(row_id))
 
-    async def act(self, snapshot: ChargeSnapshot) -> ChargeOutcome:
+    async def act(self, snapshot: ChargeSnapshot, fence: Fence) -> ChargeOutcome:
         provider = self.context.provider
+        attempt = await begin_attempt(snapshot, fence)
         try:
-            if snapshot.attempts:
-                # An earlier attempt failed; if only its answer was lost (a timeout), the
-                # charge exists: adopt it rather than charge twice.
-                found = await provider.find_charge(snapshot.request)
-                if found is not None:
-                    return ChargeOutcome(found)
-            return ChargeOutcome(await provider.create_charge(snapshot.request))
+            # Always, whatever was recorded: an earlier call (of a worker that died or froze
+            # after the provider accepted it, or whose answer was lost) may have made the
+            # charge. Paddle does not deduplicate creates: this look-up is what does.
+            found = await provider.find_charge(snapshot.request)
+            if found is not None:
+                return ChargeOutcome(found, attempt, adopted=True)
+            await fence.hold()
+            return ChargeOutcome(await provider.create_charge(snapshot.request), attempt)
         except ProviderUnavailable as exc:
-            return ChargeOutcome(None, exc.detail)
+            return ChargeOutcome(None, attempt, exc.detail)
 
     async def apply(
         self,
@@ -83,7 +91,7 @@ class EventReconciler(Reconciler[int, None]):
         event = await session.get(ProviderEvent, row_id)
         return None if event is None or event.processed_at is not None else event.id
 
-    async def act(self, snapshot: int) -> None:
+    async def act(self, snapshot: int, fence: Fence) -> None:
         return None
 
     async def apply(
@@ -110,7 +118,7 @@ class CycleReconciler(Reconciler[datetime, None]):
     async def load(self, session: AsyncSession, row_id: Any) -> datetime | None:
         return utcnow()
 
-    async def act(self, snapshot: datetime) -> None:
+    async def act(self, snapshot: datetime, fence: Fence) -> None:
         return None
 
     async def apply(

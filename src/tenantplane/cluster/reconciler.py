@@ -31,6 +31,7 @@ from tenantplane.providers.orchestrator import (
     Orchestrator,
     Stage,
 )
+from tenantplane.reconcile.fence import Fence, hold_each
 from tenantplane.reconcile.lease import GuardedWrite, LeaseGuard, update_each
 from tenantplane.reconcile.registry import ReconcileContext
 from tenantplane.reconcile.runner import Reconciler
@@ -120,18 +121,25 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
         limits = self.plans.limits(tenant.plan)
         return {"cpu": limits.cpu, "memory": limits.memory, "storage": limits.storage}
 
-    async def act(self, snapshot: ClusterWork) -> Observation:
+    async def act(self, snapshot: ClusterWork, fence: Fence) -> Observation:
         if snapshot.deleting:
-            return await self.orchestrator.delete(snapshot.spec)
-        return await self.orchestrator.apply(snapshot.spec)
+            return await self.orchestrator.delete(snapshot.spec, fence)
+        return await self.orchestrator.apply(snapshot.spec, fence)
 
     async def act_batch(
-        self, snapshots: Sequence[ClusterWork]
+        self, snapshots: Sequence[ClusterWork], fences: Sequence[Fence]
     ) -> list[Observation | BaseException]:
         if not isinstance(self.orchestrator, BatchOrchestrator):
-            return await super().act_batch(snapshots)
-        calls = [(snapshot.spec, snapshot.deleting) for snapshot in snapshots]
-        return list(await self.orchestrator.act_many(calls))
+            return await super().act_batch(snapshots, fences)
+        # One call for the rows whose leases still hold, proved just before it.
+        lost = await hold_each(fences)
+        calls = [
+            (snapshot.spec, snapshot.deleting)
+            for snapshot, missing in zip(snapshots, lost, strict=True)
+            if missing is None
+        ]
+        observed = iter(await self.orchestrator.act_many(calls) if calls else [])
+        return [next(observed) if missing is None else missing for missing in lost]
 
     async def apply(
         self,

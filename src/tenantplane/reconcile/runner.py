@@ -3,7 +3,8 @@
 A reconciler turns one leased row into progress in three steps:
 
 1. ``load`` in a short session: read the row and what else is needed into a plain snapshot;
-2. ``act`` with no session open: call the outside world (idempotent calls only);
+2. ``act`` with no session open: call the outside world (idempotent calls only), holding
+   the lease's ``Fence`` before each side effect (reconcile/fence.py);
 3. ``apply`` in a new short session: write what was observed through the ``LeaseGuard``
    (0 rows updated = the lease was lost; the result is discarded).
 
@@ -41,6 +42,7 @@ from sqlalchemy.sql.schema import Table
 
 from tenantplane.db.clock import database_now
 from tenantplane.db.engine import Database
+from tenantplane.reconcile.fence import Fence, LeaseLost
 from tenantplane.reconcile.fetcher import Fetcher
 from tenantplane.reconcile.hints import Wake, wakeups
 from tenantplane.reconcile.lease import UNKNOWN, Lease, LeaseGuard, ready_condition
@@ -113,8 +115,10 @@ class Reconciler(ABC, Generic[Snapshot, Outcome]):
         """Read what ``act`` needs; None when there is nothing to do (the lease is ended)."""
 
     @abstractmethod
-    async def act(self, snapshot: Snapshot) -> Outcome:
-        """Call the outside world. No database session is open here."""
+    async def act(self, snapshot: Snapshot, fence: Fence) -> Outcome:
+        """Call the outside world. No database session is open here. Before each side
+        effect, ``await fence.hold()`` (or write inside ``fence.held()``): it raises
+        ``LeaseLost`` once the lease is gone, and nothing more may be done."""
 
     @abstractmethod
     async def apply(
@@ -128,22 +132,29 @@ class Reconciler(ABC, Generic[Snapshot, Outcome]):
         """``load`` for every row of a batch (``batched``), in one session."""
         return {row_id: await self.load(session, row_id) for row_id in row_ids}
 
-    async def act_batch(self, snapshots: Sequence[Snapshot]) -> list[Outcome | BaseException]:
-        """``act`` for every row of a batch (``batched``), no session open: one result per
-        snapshot, in order, an exception in place of the outcome of an act that raised (it
-        backs off its row only). The default runs the acts concurrently; a reconciler whose
-        outside world takes many calls at once overrides it."""
+    async def act_batch(
+        self, snapshots: Sequence[Snapshot], fences: Sequence[Fence]
+    ) -> list[Outcome | BaseException]:
+        """``act`` for every row of a batch (``batched``), no session open, each under its
+        own row's fence: one result per snapshot, in order, an exception in place of the
+        outcome of an act that raised (it backs off its row only; ``LeaseLost``: the row
+        is left to whoever holds it). The default runs the acts concurrently; a reconciler
+        whose outside world takes many calls at once overrides it."""
         if len(snapshots) == 1:
             # No task for a batch of one.
             try:
-                return [await self.act(snapshots[0])]
+                return [await self.act(snapshots[0], fences[0])]
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 return [exc]
         return list(
             await asyncio.gather(
-                *(self.act(snapshot) for snapshot in snapshots), return_exceptions=True
+                *(
+                    self.act(snapshot, fence)
+                    for snapshot, fence in zip(snapshots, fences, strict=True)
+                ),
+                return_exceptions=True,
             )
         )
 
@@ -491,7 +502,7 @@ class ReconcilerRunner:
                     await lease.guard(session).update(reconcile_at=None)
                     return
             async with self._heartbeat(lease) as held:
-                outcome = await reconciler.act(snapshot)
+                outcome = await reconciler.act(snapshot, self._fence(lease))
             if not held.is_set():
                 # Taken over (or the row deleted) while we worked: the result is stale.
                 self._log.warning("lease lost during the step", row_id=lease.row_id)
@@ -500,10 +511,20 @@ class ReconcilerRunner:
                 await reconciler.apply(session, lease.guard(session), snapshot, outcome)
         except asyncio.CancelledError:
             raise
+        except LeaseLost:
+            self._lost(lease)
         except Exception:
             self.metrics.failures.labels(reconciler.name).inc()
             self._log.exception("reconcile step failed", row_id=lease.row_id)
             await self._back_off(lease)
+
+    def _fence(self, lease: Lease) -> Fence:
+        return Fence(self.database, lease, timedelta(seconds=self.reconciler.lease_seconds))
+
+    def _lost(self, lease: Lease) -> None:
+        """An act stopped before a side effect: its lease had lapsed or was taken over, or
+        the row is gone. Nothing to back off: the row is whoever holds it now's."""
+        self._log.warning("lease lost before a side effect; the step stopped", row_id=lease.row_id)
 
     def _sessions(self) -> tuple[Sessions, Sessions]:
         """The sessions a step's ``apply`` and its ``load`` run in."""
@@ -573,7 +594,10 @@ class ReconcilerRunner:
         async with self._heartbeat_batch(working) as held:
             results: list[Any]
             try:
-                results = await reconciler.act_batch([snapshots[lease.row_id] for lease in working])
+                results = await reconciler.act_batch(
+                    [snapshots[lease.row_id] for lease in working],
+                    [self._fence(lease) for lease in working],
+                )
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -583,7 +607,9 @@ class ReconcilerRunner:
         for lease, result in zip(working, results, strict=True):
             if isinstance(result, asyncio.CancelledError):
                 raise result
-            if isinstance(result, BaseException):
+            if isinstance(result, LeaseLost):
+                self._lost(lease)
+            elif isinstance(result, BaseException):
                 await self._failed([lease], "reconcile step failed", result)
             elif lease.row_id not in held:
                 # Taken over (or the row deleted) while we worked: the result is stale.

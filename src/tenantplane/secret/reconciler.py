@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.schema import Table
 
 from tenantplane.cluster.models import Cluster, ClusterPhase
-from tenantplane.db.base import rfc3339, utcnow
+from tenantplane.db.base import rfc3339
 from tenantplane.providers.sync import (
     ClusterRef,
     CopySpec,
@@ -29,7 +29,7 @@ from tenantplane.providers.sync import (
 )
 from tenantplane.providers.sync.simulator import SimulatorSyncProvider
 from tenantplane.providers.vault import PathCheck, PathStatus, VaultPaths, build_vault_paths
-from tenantplane.reconcile import LeaseGuard, Reconciler
+from tenantplane.reconcile import Fence, LeaseGuard, Reconciler
 from tenantplane.reconcile.lease import GuardedWrite, update_each
 from tenantplane.reconcile.registry import ReconcileContext
 from tenantplane.secret.models import Secret, SyncPhase
@@ -212,24 +212,36 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
 
     # -- act: vault and clusters, no session open -----------------------------------------
 
-    async def act(self, snapshot: SecretView) -> SyncOutcome:
+    async def act(self, snapshot: SecretView, fence: Fence) -> SyncOutcome:
         async with self._calls:
-            return await self._sync(snapshot)
+            return await self._sync(snapshot, fence)
 
-    async def _sync(self, snapshot: SecretView) -> SyncOutcome:
+    async def _sync(self, snapshot: SecretView, fence: Fence) -> SyncOutcome:
         path = None
         if not snapshot.deleting:
             path = await self.vault.check(snapshot.tenant, snapshot.secret_path)
         outcome = SyncOutcome(path)
         previous = {target_key(entry): entry for entry in snapshot.statuses}
         wanted: set[CopyKey] = set()
-        for target in snapshot.targets:
-            cluster = snapshot.live_cluster(target["cluster"])
+        clusters = [
+            (target, snapshot.live_cluster(target["cluster"])) for target in snapshot.targets
+        ]
+        for target, cluster in clusters:
             if cluster is not None:
                 wanted.add((cluster.uid, target["namespace"], target["secretName"]))
-            entry = await self._sync_target(snapshot, target, cluster, path, previous, outcome)
+        if _path_failure(path) is None:
+            placing = [
+                _applied_entry(cluster, target)
+                for target, cluster in clusters
+                if cluster is not None and cluster.is_running
+            ]
+            await _record_copies(snapshot, placing, fence)
+        for target, cluster in clusters:
+            entry = await self._sync_target(
+                snapshot, target, cluster, path, previous, outcome, fence
+            )
             outcome.statuses.append(entry)
-        await self._remove_unwanted(snapshot, wanted, outcome)
+        await self._remove_unwanted(snapshot, wanted, outcome, fence)
         return outcome
 
     async def _sync_target(
@@ -240,6 +252,7 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
         path: PathCheck | None,
         previous: dict[TargetKey, dict[str, Any]],
         outcome: SyncOutcome,
+        fence: Fence,
     ) -> dict[str, Any]:
         before = previous.get(target_key(target), {})
         last_sync = before.get("lastSyncTime")
@@ -266,20 +279,21 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
         # Recorded whatever the call's result: a copy that may exist must stay known to removal.
         outcome.applied.append(_applied_entry(cluster, target))
         try:
-            written = await self.provider.apply(cluster.ref(snapshot.tenant), copy)
+            written = await self.provider.apply(cluster.ref(snapshot.tenant), copy, fence)
         except SyncPending as exc:
             return status_entry(target, SyncPhase.pending, Reason.sync_pending, str(exc), last_sync)
         except SyncError as exc:
             return status_entry(target, SyncPhase.failed, Reason.sync_error, str(exc), last_sync)
         if written or last_sync is None or before.get("phase") != SyncPhase.synced.value:
-            last_sync = rfc3339(utcnow())
+            # The database's time (the lease's), not this process's clock.
+            last_sync = rfc3339(fence.lease.now())
         where = f"{cluster.name}/{target['namespace']}/{target['secretName']}"
         return status_entry(
             target, SyncPhase.synced, Reason.synced, f"synced to {where}", last_sync
         )
 
     async def _remove_unwanted(
-        self, snapshot: SecretView, wanted: set[CopyKey], outcome: SyncOutcome
+        self, snapshot: SecretView, wanted: set[CopyKey], outcome: SyncOutcome, fence: Fence
     ) -> None:
         placed = {_copy_key(entry) for entry in outcome.applied}
         for entry in snapshot.applied:
@@ -304,6 +318,7 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
                     entry["namespace"],
                     entry["secretName"],
                     snapshot.uid,
+                    fence,
                 )
             except SyncError:
                 log.warning("copy removal failed", secret=snapshot.name, cluster=cluster.name)
@@ -385,6 +400,16 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
         # Written only while the row still has the generation acted on.
         write = GuardedWrite(guard.lease, values, {"generation": snapshot.generation}, increment)
         return write, snapshot, phase
+
+
+async def _record_copies(snapshot: SecretView, placing: list[dict[str, str]], fence: Fence) -> None:
+    """Before placing copies not yet known, add them to the row's ``applied`` under the
+    lease (the intent): a worker that loses its lease after a write, before its apply,
+    leaves no copy that whoever holds the row next does not know to remove."""
+    known = {_copy_key(entry) for entry in snapshot.applied}
+    new = [entry for entry in placing if _copy_key(entry) not in known]
+    if new:
+        await fence.hold(applied=[*snapshot.applied, *new])
 
 
 def _path_failure(path: PathCheck | None) -> tuple[SyncPhase, Reason, str] | None:

@@ -23,6 +23,7 @@ from tenantplane.providers.orchestrator.kubernetes import (
     ChartSettings,
     KubernetesOrchestrator,
 )
+from tenantplane.reconcile.fence import UNFENCED
 from tests.fakes.kubernetes_fixtures import HostCluster
 
 CHART = ChartSettings(
@@ -79,12 +80,12 @@ async def converge(
     orchestrator: KubernetesOrchestrator, host: HostCluster, cluster: ClusterSpec
 ) -> list[Observation]:
     """Apply, one controller step, apply … until settled: every observation on the way."""
-    seen = [await orchestrator.apply(cluster)]
+    seen = [await orchestrator.apply(cluster, UNFENCED)]
     for _ in range(MAX_STEPS):
         if seen[-1].settled:
             return seen
         host.controllers.step()
-        seen.append(await orchestrator.apply(cluster))
+        seen.append(await orchestrator.apply(cluster, UNFENCED))
     pytest.fail(f"did not settle: {seen[-1]}")
 
 
@@ -93,7 +94,7 @@ async def test_create_lays_out_the_tenant_namespace_and_the_release(
     host_cluster: HostCluster,
 ) -> None:
     cluster = spec()
-    first = await orchestrator.apply(cluster)
+    first = await orchestrator.apply(cluster, UNFENCED)
     assert first.stage == Stage.creating
     api = host_cluster.api
     namespace = api.get("Namespace", "tp-acme")
@@ -141,10 +142,10 @@ async def test_applying_again_writes_nothing(
     host_cluster: HostCluster,
 ) -> None:
     cluster = spec()
-    await orchestrator.apply(cluster)
+    await orchestrator.apply(cluster, UNFENCED)
     revision = host_cluster.api.revision
     key = host_cluster.api.get("Secret", "dev-encryption", "tp-acme")
-    await orchestrator.apply(cluster)
+    await orchestrator.apply(cluster, UNFENCED)
     assert host_cluster.api.revision == revision
     assert host_cluster.api.get("Secret", "dev-encryption", "tp-acme") == key
 
@@ -178,13 +179,13 @@ async def test_degraded_replicas_are_seen_and_recover(
     cluster = spec()
     await converge(orchestrator, host_cluster, cluster)
     host_cluster.controllers.degrade("tp-acme", "dev", 2)
-    degraded = await orchestrator.apply(cluster)
+    degraded = await orchestrator.apply(cluster, UNFENCED)
     assert degraded.stage == Stage.ready
     assert (degraded.control_plane.ready, degraded.etcd.ready) == (1, 3)
     assert degraded.api_available
     assert not degraded.settled
     host_cluster.controllers.degrade("tp-acme", "dev-etcd", 2)
-    unavailable = await orchestrator.apply(cluster)
+    unavailable = await orchestrator.apply(cluster, UNFENCED)
     assert not unavailable.api_available  # etcd lost quorum
     host_cluster.controllers.recover("tp-acme", "dev")
     host_cluster.controllers.recover("tp-acme", "dev-etcd")
@@ -220,9 +221,9 @@ async def test_a_failed_install_is_reported_with_its_reason(
 ) -> None:
     cluster = spec()
     host_cluster.controllers.fail("tp-acme", "dev", "chart vcluster 0.26.0 not found")
-    await orchestrator.apply(cluster)
+    await orchestrator.apply(cluster, UNFENCED)
     host_cluster.controllers.step()
-    failed = await orchestrator.apply(cluster)
+    failed = await orchestrator.apply(cluster, UNFENCED)
     assert failed.stage == Stage.failed
     assert "InstallFailed" in failed.message
     assert "chart vcluster 0.26.0 not found" in failed.message
@@ -243,7 +244,7 @@ async def test_delete_removes_release_volumes_secrets_then_the_last_namespace(
 
     async def delete(cluster: ClusterSpec) -> None:
         for _ in range(MAX_STEPS):
-            if (await orchestrator.delete(cluster)).stage == Stage.gone:
+            if (await orchestrator.delete(cluster, UNFENCED)).stage == Stage.gone:
                 return
             host_cluster.controllers.step()
         pytest.fail("not deleted")
@@ -261,7 +262,7 @@ async def test_delete_removes_release_volumes_secrets_then_the_last_namespace(
     await delete(second)
     host_cluster.controllers.step()  # the namespace controller empties it
     assert api.get("Namespace", "tp-acme") is None
-    assert (await orchestrator.delete(second)).stage == Stage.gone  # idempotent
+    assert (await orchestrator.delete(second, UNFENCED)).stage == Stage.gone  # idempotent
 
 
 async def test_api_server_throttling_errors_and_timeouts_fail_the_call_then_pass(
@@ -272,16 +273,16 @@ async def test_api_server_throttling_errors_and_timeouts_fail_the_call_then_pass
     the next call after the fault picks up where the cluster stands."""
     cluster = spec()
     api = host_cluster.api
-    await orchestrator.apply(cluster)
+    await orchestrator.apply(cluster, UNFENCED)
     for code in (429, 500, 409):
         api.fail_next(code, 1)
         with pytest.raises(ApiError) as raised:
-            await orchestrator.apply(cluster)
+            await orchestrator.apply(cluster, UNFENCED)
         assert raised.value.status.code == code
     api.stall_next(3 * SHORT_TIMEOUT_SECONDS, 1)  # longer than the client's budget
     async with orchestrator_of(host_cluster, SHORT_TIMEOUT_SECONDS) as impatient:
         with pytest.raises(httpx2.TimeoutException):
-            await impatient.apply(cluster)
+            await impatient.apply(cluster, UNFENCED)
     assert api.faults_left == 0
     seen = await converge(orchestrator, host_cluster, cluster)
     assert seen[-1].stage == Stage.ready

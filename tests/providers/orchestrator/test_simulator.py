@@ -12,6 +12,7 @@ from sqlalchemy import text
 from tenantplane.db.engine import Database
 from tenantplane.providers.orchestrator import ClusterSpec, Observation, Stage
 from tenantplane.providers.orchestrator.simulator import SimulatorOrchestrator
+from tenantplane.reconcile.fence import UNFENCED
 from tests.factories import simulated_deployment
 from tests.statements import statements_sent
 
@@ -46,13 +47,13 @@ async def test_later_calls_observe_the_deployment_without_provisioning_again(
 ) -> None:
     orchestrator = SimulatorOrchestrator(database, step_seconds=3600)
     wanted = spec()
-    first = await orchestrator.apply(wanted)
-    again = await orchestrator.apply(wanted)
+    first = await orchestrator.apply(wanted, UNFENCED)
+    again = await orchestrator.apply(wanted, UNFENCED)
     assert again.endpoint == first.endpoint
     assert await provision_count(orchestrator, wanted.uid) == 1
     # A second cluster is a provisioning of its own, counted on its own deployment.
     other = spec()
-    await orchestrator.apply(other)
+    await orchestrator.apply(other, UNFENCED)
     assert await provision_count(orchestrator, other.uid) == 1
 
 
@@ -69,7 +70,7 @@ async def test_two_calls_that_both_find_no_deployment_count_twice(database: Data
         # decide to provision, and both inserts wait for this transaction to end.
         blocker.add(simulated_deployment(wanted.uid, name="placeholder"))
         await blocker.flush()
-        calls = [asyncio.create_task(orchestrator.apply(wanted)) for _ in range(2)]
+        calls = [asyncio.create_task(orchestrator.apply(wanted, UNFENCED)) for _ in range(2)]
         give_up = loop.time() + DEADLINE_SECONDS
         while True:
             async with database.sessionmaker() as probe:
@@ -105,13 +106,17 @@ async def test_many_calls_at_once_observe_what_the_calls_one_by_one_do(
 
     async def scenario() -> tuple[list[tuple[ClusterSpec, bool]], ClusterSpec]:
         known, leaving, new = spec(), spec(), spec()
-        await orchestrator.apply(known)
-        await orchestrator.apply(leaving)
+        await orchestrator.apply(known, UNFENCED)
+        await orchestrator.apply(leaving, UNFENCED)
         return [(new, False), (known, False), (leaving, True), (spec(), True)], new
 
     one_by_one, _ = await scenario()
     expected = [
-        await (orchestrator.delete(wanted) if deleting else orchestrator.apply(wanted))
+        await (
+            orchestrator.delete(wanted, UNFENCED)
+            if deleting
+            else orchestrator.apply(wanted, UNFENCED)
+        )
         for wanted, deleting in one_by_one
     ]
     together, new = await scenario()

@@ -14,6 +14,7 @@ from tenantplane.providers.orchestrator import ClusterSpec, Stage
 from tenantplane.providers.orchestrator.kubernetes import ChartSettings, KubernetesOrchestrator
 from tenantplane.providers.sync import ClusterRef, CopySpec, SyncError, SyncPending
 from tenantplane.providers.sync.external_secrets import ExternalSecretsSync, StoreSettings
+from tenantplane.reconcile.fence import UNFENCED
 from tests.fakes.kubernetes_fixtures import HostCluster
 
 CHART = ChartSettings("https://charts.loft.sh", "0.26.0", "{cluster}-{tenant}.example.net")
@@ -45,7 +46,7 @@ async def sync(host_cluster: HostCluster) -> AsyncIterator[ExternalSecretsSync]:
     kube = Kube(client_for(load_kubeconfig(host_cluster.kubeconfig, None), 5.0))
     orchestrator = KubernetesOrchestrator(kube, CHART)
     for _ in range(20):
-        observed = await orchestrator.apply(CLUSTER)
+        observed = await orchestrator.apply(CLUSTER, UNFENCED)
         if observed.settled:
             break
         host_cluster.controllers.step()
@@ -67,7 +68,7 @@ async def test_a_copy_is_pending_until_external_secrets_reports_it_synced(
     sync: ExternalSecretsSync, host_cluster: HostCluster
 ) -> None:
     with pytest.raises(SyncPending):
-        await sync.apply(REF, COPY)
+        await sync.apply(REF, COPY, UNFENCED)
     api = host_cluster.api
     store = api.get("ClusterSecretStore", "tenantplane-vault")
     assert store is not None
@@ -86,12 +87,12 @@ async def test_a_copy_is_pending_until_external_secrets_reports_it_synced(
     assert external["spec"]["dataFrom"] == [{"extract": {"key": "prod/db"}}]
     assert external["spec"]["target"]["name"] == "db-creds"
     host_cluster.controllers.step()
-    assert await sync.apply(REF, COPY) is False  # synced, and nothing written again
+    assert await sync.apply(REF, COPY, UNFENCED) is False  # synced, and nothing written again
     moved = CopySpec(**{**COPY.__dict__, "secret_path": "prod/db2"})
     with pytest.raises(SyncPending):  # External Secrets has not seen the new path yet
-        await sync.apply(REF, moved)
+        await sync.apply(REF, moved, UNFENCED)
     host_cluster.controllers.step()
-    assert await sync.apply(REF, moved) is False
+    assert await sync.apply(REF, moved, UNFENCED) is False
 
 
 async def test_a_failing_external_secret_is_an_error_with_its_message(
@@ -101,25 +102,25 @@ async def test_a_failing_external_secret_is_an_error_with_its_message(
         "payments", "db-creds", False, "could not get secret data from provider"
     )
     with pytest.raises(SyncPending):
-        await sync.apply(REF, COPY)
+        await sync.apply(REF, COPY, UNFENCED)
     host_cluster.controllers.step()
     with pytest.raises(SyncError, match="could not get secret data from provider"):
-        await sync.apply(REF, COPY)
+        await sync.apply(REF, COPY, UNFENCED)
     host_cluster.controllers.set_external_secret("payments", "db-creds", True, "synced")
     host_cluster.controllers.step()
-    assert await sync.apply(REF, COPY) is False
+    assert await sync.apply(REF, COPY, UNFENCED) is False
 
 
 async def test_remove_deletes_only_its_own_external_secret(
     sync: ExternalSecretsSync, host_cluster: HostCluster
 ) -> None:
     with pytest.raises(SyncPending):
-        await sync.apply(REF, COPY)
-    await sync.remove(REF, "payments", "db-creds", uuid.uuid4().hex)  # not the owner
+        await sync.apply(REF, COPY, UNFENCED)
+    await sync.remove(REF, "payments", "db-creds", uuid.uuid4().hex, UNFENCED)  # not the owner
     assert host_cluster.api.get("ExternalSecret", "db-creds", "payments") is not None
-    await sync.remove(REF, "payments", "db-creds", OWNER)
+    await sync.remove(REF, "payments", "db-creds", OWNER, UNFENCED)
     assert host_cluster.api.get("ExternalSecret", "db-creds", "payments") is None
-    await sync.remove(REF, "payments", "db-creds", OWNER)  # idempotent
+    await sync.remove(REF, "payments", "db-creds", OWNER, UNFENCED)  # idempotent
 
 
 async def test_a_cluster_without_its_kubeconfig_yet_is_pending(
@@ -127,4 +128,4 @@ async def test_a_cluster_without_its_kubeconfig_yet_is_pending(
 ) -> None:
     other = ClusterRef(uuid.uuid4().hex, "prod", "", "", tenant="acme")
     with pytest.raises(SyncPending, match="no kubeconfig yet"):
-        await sync.apply(other, COPY)
+        await sync.apply(other, COPY, UNFENCED)

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
 
+    from tenantplane.reconcile.fence import WriteFence
+
 
 @dataclass(frozen=True)
 class ClusterSpec:
@@ -76,10 +78,13 @@ class Observation:
 
 
 class Orchestrator(Protocol):
-    async def apply(self, spec: ClusterSpec) -> Observation:
+    """Every write is made under ``fence`` (held just before it, or in its transaction for
+    a host kept in this database); ``LeaseLost`` from the fence stops the call."""
+
+    async def apply(self, spec: ClusterSpec, fence: WriteFence) -> Observation:
         """Create the cluster or move it towards ``spec``; report what is observed."""
 
-    async def delete(self, spec: ClusterSpec) -> Observation:
+    async def delete(self, spec: ClusterSpec, fence: WriteFence) -> Observation:
         """Tear the cluster down; ``Stage.gone`` once nothing is left."""
 
 
@@ -88,7 +93,8 @@ class BatchOrchestrator(Orchestrator, Protocol):
     async def act_many(self, calls: Sequence[tuple[ClusterSpec, bool]]) -> list[Observation]:
         """``apply`` (``delete`` where the flag is set) for several clusters at once, one
         observation per call in order; an orchestrator that can do them together (the
-        simulator: one transaction) declares it, the others are called one by one."""
+        simulator: one transaction) declares it, the others are called one by one. The
+        caller holds each row's fence just before the call."""
 
 
 @runtime_checkable

@@ -33,6 +33,7 @@ from tenantplane.providers.kube import (
     tenant_namespace,
 )
 from tenantplane.providers.orchestrator import ClusterSpec, Observation, Replicas, Stage
+from tenantplane.reconcile.fence import WriteFence
 
 if TYPE_CHECKING:
     from tenantplane.config import Settings
@@ -60,24 +61,30 @@ class KubernetesOrchestrator:
         self.kube = kube
         self.chart = chart
 
-    async def apply(self, spec: ClusterSpec) -> Observation:
+    async def apply(self, spec: ClusterSpec, fence: WriteFence) -> Observation:
+        # Each write under the lease, held just before it (reconcile/fence.py).
         namespace = tenant_namespace(spec.tenant)
         for manifest in tenant_manifests(spec, self.chart):
+            await fence.hold()
             await self.kube.apply(manifest)
+        await fence.hold()
         await self.kube.create_if_absent(encryption_secret(spec, namespace))
+        await fence.hold()
         await self.kube.apply(helm_release(spec, namespace, self.chart))
         return await self.observe(spec)
 
-    async def delete(self, spec: ClusterSpec) -> Observation:
+    async def delete(self, spec: ClusterSpec, fence: WriteFence) -> Observation:
         """Release first (Flux uninstalls the chart), then what the chart leaves behind (the
         StatefulSets' PVCs, vCluster's Secrets), then the namespace if nothing else is in it."""
         namespace = tenant_namespace(spec.tenant)
         release = await self.kube.get("HelmRelease", spec.name, namespace)
         if release is not None:
             if "deletionTimestamp" not in release["metadata"]:
+                await fence.hold()
                 await self.kube.delete("HelmRelease", spec.name, namespace)
             return Observation(stage=Stage.deleting, message="uninstalling the vCluster release")
         chart_labels = {"release": spec.name}
+        await fence.hold()
         left = await self.kube.delete_labelled("PersistentVolumeClaim", namespace, chart_labels)
         left += await self.kube.delete_labelled("Secret", namespace, chart_labels)
         left += await self.kube.delete_labelled("Secret", namespace, {LABEL_CLUSTER_UID: spec.uid})
@@ -85,6 +92,7 @@ class KubernetesOrchestrator:
             return Observation(stage=Stage.deleting, message="removing volumes and secrets")
         if not await self.kube.list("HelmRelease", namespace):
             # The tenant's last cluster: its namespace (quota, policy, source) goes too.
+            await fence.hold()
             await self.kube.delete("Namespace", namespace)
         return Observation(stage=Stage.gone, settled=True, message="deleted")
 

@@ -35,6 +35,7 @@ from tenantplane.db.rows import ROWS, encode_json, insert_from_json, update_rows
 from tenantplane.providers.orchestrator import ClusterSpec, Observation, Replicas, Stage
 from tenantplane.providers.orchestrator.certificates import new_cluster_ca
 from tenantplane.providers.orchestrator.simulator_models import SimulatedCluster
+from tenantplane.reconcile.fence import WriteFence
 
 Component = Literal["control-plane", "etcd"]
 _DELETED = "deleted"
@@ -77,13 +78,15 @@ class SimulatorOrchestrator:
         self.step = timedelta(seconds=step_seconds)
         self.domain = domain
 
-    async def apply(self, spec: ClusterSpec) -> Observation:
+    async def apply(self, spec: ClusterSpec, fence: WriteFence) -> Observation:
         async with self.database.transaction() as session:
+            await fence.hold_in(session)
             now = utcnow()
             return await self._apply(session, spec, await self._get(session, spec.uid), now)
 
-    async def delete(self, spec: ClusterSpec) -> Observation:
+    async def delete(self, spec: ClusterSpec, fence: WriteFence) -> Observation:
         async with self.database.transaction() as session:
+            await fence.hold_in(session)
             now = utcnow()
             return self._delete(await self._get(session, spec.uid), now)
 

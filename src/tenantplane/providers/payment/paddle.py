@@ -24,6 +24,7 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any, TypeVar
 
@@ -48,6 +49,8 @@ from paddle_billing.Resources.Addresses.Operations import ListAddresses
 from paddle_billing.Resources.CustomerPortalSessions.Operations import (
     CreateCustomerPortalSession,
 )
+from paddle_billing.Resources.Shared.Operations.List.Comparator import Comparator
+from paddle_billing.Resources.Shared.Operations.List.DateComparison import DateComparison
 from paddle_billing.Resources.Shared.Operations.List.OrderBy import OrderBy
 from paddle_billing.Resources.Shared.Operations.List.Pager import Pager
 from paddle_billing.Resources.Transactions.Operations import CreateTransaction, ListTransactions
@@ -87,8 +90,11 @@ _SDK_LOGGER.setLevel(logging.CRITICAL + 1)
 ZERO_DECIMAL_CURRENCIES = frozenset({"JPY", "KRW"})
 # The key of our correlation id in a transaction's custom_data.
 INVOICE_UID_KEY = "tenantplane_invoice_uid"
-# A lost charge is found among the customer's newest transactions (one per month is usual).
-FIND_PAGE_SIZE = 50
+# A page of the search for an earlier attempt's charge (Paddle allows up to 200).
+FIND_PAGE_SIZE = 100
+# How much earlier than the invoice's issue a charge for it may carry as its creation time:
+# Paddle's clock and ours are not the same clock.
+ISSUED_MARGIN = timedelta(days=1)
 
 
 def minor_units(currency: str) -> int:
@@ -303,17 +309,21 @@ class PaddleProvider:
         return self._from_entity(transaction)
 
     async def find_charge(self, request: ChargeRequest) -> ProviderTransaction | None:
-        """Look through the customer's newest manually-collected transactions for one that
-        carries this invoice's id in its custom data (Paddle has no idempotency keys)."""
+        """Look through the customer's manually-collected transactions created since the
+        invoice was issued (less a margin for the two clocks), every page, for one that
+        carries this invoice's id in its custom data. Paddle has no idempotency keys and
+        cannot filter by custom data; the customer, the collection mode and the creation
+        time are its documented filters (``GET /transactions``)."""
         operation = ListTransactions(
             pager=Pager(order_by=OrderBy.id_descending(), per_page=FIND_PAGE_SIZE),
             customer_ids=[request.customer_id],
             collection_mode=CollectionMode.Manual,
+            created_at=DateComparison(request.issued_at - ISSUED_MARGIN, Comparator.GTE),
         )
 
         def search(client: Any) -> Any:
-            collection = client.transactions.list(operation)
-            for transaction in list(collection.items)[:FIND_PAGE_SIZE]:
+            # The SDK's collection follows ``meta.pagination.next`` while ``has_more``.
+            for transaction in client.transactions.list(operation):
                 custom = transaction.custom_data.data if transaction.custom_data else {}
                 if _get(custom, INVOICE_UID_KEY) == request.invoice_uid:
                     return transaction

@@ -53,6 +53,9 @@ class ChargeRequest:
     description: str
     period_start: datetime
     period_end: datetime
+    # When the invoice was issued (the database's clock): no charge for it is older, which
+    # bounds the search for one an earlier attempt made.
+    issued_at: datetime
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,10 @@ class PaymentProvider(Protocol):
     async def create_charge(self, request: ChargeRequest) -> ProviderTransaction: ...
 
     async def find_charge(self, request: ChargeRequest) -> ProviderTransaction | None:
-        """The charge made for this invoice by an earlier attempt whose answer was lost."""
+        """The charge made for this invoice by an earlier attempt (whose worker died, froze
+        or lost the answer), found by the invoice's uid; None when there is none. Called
+        before every create: it must see every transaction of the customer created since
+        the invoice was issued, all pages."""
 
     async def receipt_url(self, transaction_id: str) -> str:
         """A fresh link to the hosted invoice PDF (ProviderNotFound when there is none)."""

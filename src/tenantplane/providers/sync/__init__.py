@@ -10,7 +10,10 @@ through tenantplane.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from tenantplane.reconcile.fence import WriteFence
 
 
 @dataclass(frozen=True)
@@ -45,8 +48,13 @@ class SyncPending(SyncError):
 
 
 class SyncProvider(Protocol):
-    async def apply(self, cluster: ClusterRef, copy: CopySpec) -> bool:
+    """Every write is made under ``fence``: held just before it, or in its transaction for
+    a target kept in this database; ``LeaseLost`` from the fence stops the call."""
+
+    async def apply(self, cluster: ClusterRef, copy: CopySpec, fence: WriteFence) -> bool:
         """Create or update the copy (idempotent). True when something was written."""
 
-    async def remove(self, cluster: ClusterRef, namespace: str, name: str, owner_uid: str) -> None:
+    async def remove(
+        self, cluster: ClusterRef, namespace: str, name: str, owner_uid: str, fence: WriteFence
+    ) -> None:
         """Remove the copy if ``owner_uid`` still owns it (idempotent; absent is fine)."""

@@ -29,6 +29,7 @@ from tenantplane.providers.kube import (
     tenant_namespace,
 )
 from tenantplane.providers.sync import ClusterRef, CopySpec, SyncError, SyncPending
+from tenantplane.reconcile.fence import WriteFence
 
 if TYPE_CHECKING:
     from tenantplane.config import Settings
@@ -52,12 +53,16 @@ class ExternalSecretsSync:
         self.host = host
         self.settings = settings
 
-    async def apply(self, cluster: ClusterRef, copy: CopySpec) -> bool:
+    async def apply(self, cluster: ClusterRef, copy: CopySpec, fence: WriteFence) -> bool:
         tenant_cluster = await self._tenant_cluster(cluster)
         try:
+            # Each write under the lease, held just before it (reconcile/fence.py).
+            await fence.hold()
             await tenant_cluster.apply(self.secret_store(copy))
+            await fence.hold()
             await tenant_cluster.apply(_namespace(copy))
             before = await tenant_cluster.get("ExternalSecret", copy.name, copy.namespace)
+            await fence.hold()
             after = await tenant_cluster.apply(self.external_secret(copy))
         finally:
             await tenant_cluster.aclose()
@@ -73,12 +78,15 @@ class ExternalSecretsSync:
             raise SyncError(f"External Secrets: {message}")
         raise SyncPending(f"External Secrets has not synced yet: {message}")
 
-    async def remove(self, cluster: ClusterRef, namespace: str, name: str, owner_uid: str) -> None:
+    async def remove(
+        self, cluster: ClusterRef, namespace: str, name: str, owner_uid: str, fence: WriteFence
+    ) -> None:
         tenant_cluster = await self._tenant_cluster(cluster)
         try:
             existing = await tenant_cluster.get("ExternalSecret", name, namespace)
             labels = (existing or {}).get("metadata", {}).get("labels") or {}
             if existing is not None and labels.get(LABEL_OWNER_UID) == owner_uid:
+                await fence.hold()
                 # The Secret it made goes with it (creationPolicy Owner).
                 await tenant_cluster.delete("ExternalSecret", name, namespace)
         finally:

@@ -10,6 +10,7 @@ from tenantplane.db.base import utcnow
 from tenantplane.db.engine import Database
 from tenantplane.providers.sync import ClusterRef, CopySpec
 from tenantplane.providers.sync.simulator_models import SimulatedSecretCopy
+from tenantplane.reconcile.fence import WriteFence
 
 
 class SimulatorSyncProvider:
@@ -19,8 +20,11 @@ class SimulatorSyncProvider:
     def __init__(self, database: Database) -> None:
         self.database = database
 
-    async def apply(self, cluster: ClusterRef, copy: CopySpec) -> bool:
+    async def apply(self, cluster: ClusterRef, copy: CopySpec, fence: WriteFence) -> bool:
         async with self.database.transaction() as session:
+            # The lease is proved in the write's own transaction (and its row locked until
+            # commit): a worker that lost it writes nothing, ever.
+            await fence.hold_in(session)
             key = (cluster.uid, copy.namespace, copy.name)
             existing = await session.get(SimulatedSecretCopy, key, with_for_update=True)
             if existing is None:
@@ -43,8 +47,11 @@ class SimulatorSyncProvider:
             existing.write_count += 1
             return True
 
-    async def remove(self, cluster: ClusterRef, namespace: str, name: str, owner_uid: str) -> None:
+    async def remove(
+        self, cluster: ClusterRef, namespace: str, name: str, owner_uid: str, fence: WriteFence
+    ) -> None:
         async with self.database.transaction() as session:
+            await fence.hold_in(session)
             await session.execute(
                 delete(SimulatedSecretCopy).where(
                     SimulatedSecretCopy.cluster_uid == cluster.uid,
