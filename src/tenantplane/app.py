@@ -96,6 +96,8 @@ def create_app(
             database = Database.from_settings(settings)
             closing.push_async_callback(database.dispose)
             app.state.database = database
+            # Before the first request: stamps are the database's time (db/clock.py).
+            await database.clock.anchor_or_log()
             closing.push_async_callback(close_remote_clients, app)
             warm_up_app(app)
             if settings.run_reconcilers:

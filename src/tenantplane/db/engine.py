@@ -31,6 +31,7 @@ from sqlalchemy.ext.asyncio import (
 from sqlalchemy.pool import AsyncAdaptedQueuePool
 
 from tenantplane.db import write_gate
+from tenantplane.db.clock import CLOCK, DatabaseClock
 from tenantplane.db.postgres_reads import PostgresReads
 from tenantplane.db.reads import EngineReads, Reads
 from tenantplane.db.sqlite_reads import sqlite_reads
@@ -224,6 +225,8 @@ class Database:
     autocommit: async_sessionmaker[AsyncSession]
     # Writes that are one statement, sent alone (db/writes.py).
     writes: Writes
+    # The database's clock (db/clock.py); every session of this Database carries it.
+    clock: DatabaseClock
     options: DatabaseOptions = field(default_factory=DatabaseOptions)
     # False for a Database that shares another's plain reads and writes (for_reconcilers).
     owns_reads: bool = True
@@ -232,7 +235,7 @@ class Database:
 
     def __post_init__(self) -> None:
         first = self.engine.execution_options(**{WRITES_FIRST: True})
-        self._first = async_sessionmaker(first, expire_on_commit=False)
+        self._first = async_sessionmaker(first, expire_on_commit=False, info={CLOCK: self.clock})
 
     @classmethod
     def connect(cls, url: str, options: DatabaseOptions | None = None) -> Database:
@@ -254,13 +257,16 @@ class Database:
         # The isolation level is set on the connection at checkout and reset on return:
         # psycopg only flips a flag, no round trip.
         autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
+        clock = DatabaseClock(engine)
+        info = {CLOCK: clock}
         return cls(
             engine,
-            async_sessionmaker(engine, expire_on_commit=False),
-            async_sessionmaker(reading, expire_on_commit=False),
+            async_sessionmaker(engine, expire_on_commit=False, info=info),
+            async_sessionmaker(reading, expire_on_commit=False, info=info),
             reads,
-            async_sessionmaker(autocommit, expire_on_commit=False),
+            async_sessionmaker(autocommit, expire_on_commit=False, info=info),
             writes,
+            clock,
             options,
             owns_reads,
         )
