@@ -19,6 +19,7 @@ from tenantplane.db.models import Base
 from tests.backends import postgres_database, sqlite_database
 from tests.db.leaks import raw_keys_in_postgres, raw_keys_in_sqlite
 from tests.factories import Factory
+from tests.faketime import SkewedApi, skewed_api
 from tests.http_client import api_client, running_app
 from tests.oidc_provider import MockProvider, mock_provider
 
@@ -119,6 +120,16 @@ def factory(database: Database) -> Factory:
 @pytest.fixture
 def unique() -> str:
     return uuid.uuid4().hex[:8]
+
+
+@pytest.fixture(scope="session", params=["+600s", "-600s"])
+async def skewed_replica(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[SkewedApi]:
+    """A server whose wall clock is ten minutes ahead, then one ten minutes behind, on a
+    PostgreSQL database of its own (tests/faketime.py)."""
+    async with skewed_api(request.param, tmp_path_factory.mktemp("skewed")) as api:
+        yield api
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Annotated, Protocol
 
 from fastapi import Depends, Request
@@ -124,7 +124,9 @@ async def _api_key_identity(request: Request, raw_key: str) -> Identity:
     cache: KeyCache[Identity] = request.app.state.key_cache
     digest, current_derivation = hash_key(keys, raw_key)
     found = await cache.load(digest, lambda: _lookup_key(database.reads, keys, raw_key))
-    now = datetime.now(UTC)
+    # Expiry and lastUsedAt by the database's clock (db/clock.py), as the key's expiresAt
+    # and every other stamp are: a replica whose clock ran ahead would refuse keys early.
+    now = await database.clock.now()
     if found is None:
         raise Unauthenticated("invalid API key")
     if found.expires_at is not None and found.expires_at <= now:

@@ -863,7 +863,7 @@ class FakeFluxVCluster:
         self.held: dict[tuple[str, str], int] = {}  # unready pods per StatefulSet
         self.external_secrets: dict[tuple[str, str], tuple[bool, str]] = {}
         # A real self-signed CA, as vCluster generates one (clients load it).
-        self.ca_pem = base64.b64decode(new_cluster_ca("vcluster-ca")).decode()
+        self.ca_pem = base64.b64decode(new_cluster_ca("vcluster-ca", datetime.now(UTC))).decode()
 
     # -- commands ----------------------------------------------------------------------------
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.alerting import secrets
 from tenantplane.alerting.models import AlertingCredentials, CredentialsAuth
 from tenantplane.alerting.repository import AlertingRepository
+from tenantplane.db.clock import clock_of
 from tenantplane.http.errors import NotFound, ValidationFailed
 from tenantplane.keys import KeyRing
 from tenantplane.tenant.models import Tenant
@@ -69,7 +70,7 @@ async def set_credentials(
     row.secret_ciphertext, row.key_derivation = (
         secrets.encrypt(keys, secret) if secret else (None, keys.current.derivation)
     )
-    row.updated_at = datetime.now(UTC)
+    row.updated_at = await clock_of(session).now()
     await session.flush()
     return CredentialsInfo(tenant.name, row.org_id, row.auth.value, row.username, row.updated_at)
 

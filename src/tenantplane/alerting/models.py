@@ -7,7 +7,8 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, Enum, ForeignKey, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from tenantplane.db.base import Base, Versioned, utcnow
+from tenantplane.db.base import Base, Versioned
+from tenantplane.db.clock import database_time
 from tenantplane.keys import LEGACY
 from tenantplane.reconcile.lease import Leased
 
@@ -30,7 +31,7 @@ class AlertingConfig(Versioned, Leased, Base):
     )
     # {"global", "receivers", "route", "templates", "time_intervals"}; always valid.
     document: Mapped[dict[str, Any]] = mapped_column(JSON)
-    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=database_time)
     # The version the backend holds (None: never applied); the configuration must be taken
     # off the backend (a reset) rather than applied; the backend's last refusal or failure.
     applied_version: Mapped[int | None] = mapped_column(Integer, default=None)
@@ -69,4 +70,4 @@ class AlertingCredentials(Base):
     secret_ciphertext: Mapped[bytes | None] = mapped_column(LargeBinary, default=None)
     # Which key made the ciphertext (tenantplane.keys): "legacy" or "hkdf-sha256:<key id>".
     key_derivation: Mapped[str] = mapped_column(String(40), server_default=LEGACY)
-    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=database_time)

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import select, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.alerting.document import Document, default_document
 from tenantplane.alerting.models import AlertingConfig, AlertingCredentials
+from tenantplane.db.clock import clock_of
 from tenantplane.tenant.models import Tenant, TenantState
 
 
@@ -40,7 +41,7 @@ class AlertingRepository:
             "tenant_id": tenant_id,
             "document": initial if initial is not None else default_document(),
             "resource_version": 1,
-            "updated_at": datetime.now(UTC),
+            "updated_at": await clock_of(self.session).now(),
         }
         insert = postgresql.insert if self._dialect == "postgresql" else sqlite.insert
         statement = (

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
 import structlog
@@ -40,7 +39,7 @@ from tenantplane.alerting.validation.config import (
 )
 from tenantplane.alerting.validation.limits import check_route_depth
 from tenantplane.alerting.validation.policy import Policy
-from tenantplane.db.base import utcnow
+from tenantplane.db.clock import clock_of
 from tenantplane.http.errors import (
     ApiError,
     Conflict,
@@ -220,13 +219,14 @@ async def write(
     unchanged = document == row.document
     if unchanged and not reset:
         return Written(value, Snapshot(row.document, row.resource_version))
+    now = await clock_of(session).now()
     if not unchanged:
         _check(backend, tenant, document, where, policy)
         row.document = document
-        row.updated_at = datetime.now(UTC)
+        row.updated_at = now
         await session.flush()
     # A reset always reaches the backend: it may hold what this service never adopted.
-    await repository.mark_due(tenant.id, remove=reset, now=utcnow())
+    await repository.mark_due(tenant.id, remove=reset, now=now)
     wake_after_commit(session, ALERTING_RECONCILER)
     return Written(value, Snapshot(row.document, row.resource_version))
 
@@ -453,7 +453,7 @@ async def withdraw(session: AsyncSession, backend: AlertingBackend, tenant: Tena
     if backend.needs_credentials and await repository.get_credentials(tenant.id) is None:
         return False
     await repository.lock(tenant.id)
-    await repository.mark_due(tenant.id, remove=True, now=utcnow())
+    await repository.mark_due(tenant.id, remove=True, now=await clock_of(session).now())
     wake_after_commit(session, ALERTING_RECONCILER)
     return True
 
@@ -463,7 +463,8 @@ async def mark_stored_due(session: AsyncSession, backend: AlertingBackend) -> li
     backend lost it); the reconciler applies them. Returns the tenants concerned."""
     if not backend.enabled:
         raise AlertingDisabled()
-    return await AlertingRepository.from_session(session).mark_all_due(utcnow())
+    now = await clock_of(session).now()
+    return await AlertingRepository.from_session(session).mark_all_due(now)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, LargeBinary, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from tenantplane.db.base import Base, Versioned, utcnow
+from tenantplane.db.base import Base, Versioned
+from tenantplane.db.clock import database_time
 from tenantplane.keys import LEGACY
 from tenantplane.member.models import Role, RoleColumn
 from tenantplane.tenant.models import Tenant
@@ -23,7 +24,7 @@ class ApiKey(Versioned, Base):
     key_hash: Mapped[bytes] = mapped_column(LargeBinary(32), unique=True)
     key_derivation: Mapped[str] = mapped_column(String(40), server_default=LEGACY)
     expires_at: Mapped[datetime | None] = mapped_column(default=None)
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(default=database_time)
     created_by: Mapped[str] = mapped_column(String(320))
     last_used_at: Mapped[datetime | None] = mapped_column(default=None)
 

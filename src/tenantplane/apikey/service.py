@@ -2,13 +2,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.apikey.models import ApiKey
 from tenantplane.apikey.repository import ApiKeyRepository
 from tenantplane.apikey.tokens import hash_key, is_key_id, new_key_id, new_raw_key
+from tenantplane.db.clock import clock_of
 from tenantplane.http.errors import NotFound, ValidationFailed
 from tenantplane.keys import KeyRing
 from tenantplane.member.models import Role
@@ -30,7 +31,9 @@ async def issue(
     created_by: str,
     expires_at: datetime | None = None,
 ) -> IssuedKey:
-    if expires_at is not None and expires_at <= datetime.now(UTC):
+    # The database's time (db/clock.py): the expiry is judged by it in every request.
+    now = await clock_of(session).now()
+    if expires_at is not None and expires_at <= now:
         raise ValidationFailed("expiresAt must be in the future", field="expiresAt")
     raw_key = new_raw_key()
     key_hash, derivation = hash_key(keys, raw_key)
@@ -42,7 +45,7 @@ async def issue(
         key_hash=key_hash,
         key_derivation=derivation,
         expires_at=expires_at,
-        created_at=datetime.now(UTC),
+        created_at=now,
         created_by=created_by,
     )
     ApiKeyRepository.from_session(session).add(key)

@@ -7,7 +7,6 @@ from datetime import datetime
 from typing import Annotated, Literal
 
 import typer
-from sqlalchemy import update
 
 from tenantplane.cli_support import (
     EXIT_USAGE,
@@ -17,9 +16,9 @@ from tenantplane.cli_support import (
     load_settings,
     run_async,
 )
-from tenantplane.cluster.models import Cluster
 from tenantplane.cluster.repository import ClusterRepository
-from tenantplane.db.base import rfc3339, utcnow
+from tenantplane.db.base import rfc3339
+from tenantplane.db.clock import clock_of
 from tenantplane.db.engine import Database
 from tenantplane.providers.orchestrator import Observation
 from tenantplane.providers.orchestrator.simulator import (
@@ -56,9 +55,7 @@ async def _cluster_uid(database: Database, tenant: str, name: str) -> str:
 async def _nudge(database: Database, uid: str) -> None:
     """Ask the cluster reconciler to observe this cluster now (whatever process runs it)."""
     async with database.transaction() as session:
-        await session.execute(
-            update(Cluster).where(Cluster.uid == uid).values(reconcile_at=utcnow())
-        )
+        await ClusterRepository.from_session(session).mark_due(uid, await clock_of(session).now())
 
 
 def _observation_json(observation: Observation) -> dict[str, object]:

@@ -20,7 +20,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from tenantplane.db.base import Base, Versioned, utcnow
+from tenantplane.db.base import Base, Versioned
+from tenantplane.db.clock import database_time
 from tenantplane.reconcile.lease import Leased
 
 # An autoincrementing 64-bit key on PostgreSQL; SQLite autoincrements INTEGER keys only.
@@ -56,7 +57,7 @@ class Cluster(Versioned, Leased, Base):
     uid: Mapped[str] = mapped_column(String(32), unique=True)
     tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), index=True)
     name: Mapped[str] = mapped_column(String(63))
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(default=database_time)
 
     # Desired state (spec), written by the API.
     type: Mapped[str] = mapped_column(String(16), default="shared")
@@ -111,7 +112,7 @@ class ClusterHistory(Base):
     )
 
     id: Mapped[int] = mapped_column(BigIntKey, primary_key=True, autoincrement=True)
-    at: Mapped[datetime] = mapped_column(default=utcnow)
+    at: Mapped[datetime] = mapped_column(default=database_time)
     # No foreign keys: history must survive the deletion of the cluster.
     tenant_id: Mapped[int] = mapped_column(Integer)
     cluster_id: Mapped[int] = mapped_column(Integer)

@@ -3,6 +3,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, TypeVarTuple
 
 from sqlalchemy import (
@@ -20,6 +21,7 @@ from sqlalchemy import (
     literal,
     select,
     tuple_,
+    update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Result
@@ -367,6 +369,12 @@ class ClusterRepository:
         if cluster is not None and not in_statement:
             self.record(ClusterHistory.snapshot(cluster, ClusterEvent.created, cluster.created_at))
         return cluster
+
+    async def mark_due(self, uid: str, at: datetime) -> None:
+        """Ask the reconciler to look at the cluster of incarnation ``uid`` at ``at``."""
+        await self.session.execute(
+            update(Cluster).where(Cluster.uid == uid).values(reconcile_at=at)
+        )
 
     def record(self, entry: ClusterHistory) -> None:
         self.session.add(entry)

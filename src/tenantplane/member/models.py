@@ -6,7 +6,8 @@ from datetime import datetime
 from sqlalchemy import Enum, ForeignKey, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from tenantplane.db.base import Base, Versioned, utcnow
+from tenantplane.db.base import Base, Versioned
+from tenantplane.db.clock import database_time
 
 
 class Role(enum.StrEnum):
@@ -26,4 +27,4 @@ class Member(Versioned, Base):
     # Stored normalised (lower case), so uniqueness is case-insensitive on every backend.
     email: Mapped[str] = mapped_column(String(320))
     role: Mapped[Role] = mapped_column(RoleColumn)
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(default=database_time)

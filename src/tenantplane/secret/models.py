@@ -13,7 +13,8 @@ from typing import Any
 from sqlalchemy import JSON, ForeignKey, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from tenantplane.db.base import Base, Versioned, utcnow
+from tenantplane.db.base import Base, Versioned
+from tenantplane.db.clock import database_time
 from tenantplane.reconcile.lease import Leased
 
 
@@ -43,7 +44,7 @@ class Secret(Versioned, Leased, Base):
     uid: Mapped[str] = mapped_column(String(32), unique=True)
     tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), index=True)
     name: Mapped[str] = mapped_column(String(63))
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(default=database_time)
 
     # Desired state, written by the API.
     secret_path: Mapped[str] = mapped_column(String(255))

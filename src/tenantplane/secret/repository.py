@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.schema import Table
 
 from tenantplane.cluster.models import Cluster
-from tenantplane.db.base import utcnow
+from tenantplane.db.clock import clock_of
 from tenantplane.db.writes import Writes
 from tenantplane.secret.models import Secret
 from tenantplane.tenant.models import Tenant, TenantState
@@ -180,9 +180,12 @@ class SecretRepository:
         change of a cluster runs this, and a tenant's secrets were read into the process
         for it, all of them, each time."""
         postgresql = self.session.get_bind().dialect.name == "postgresql"
+        # Due now by the database's clock, by which the reconciler judges them due: a worker
+        # or replica whose clock runs ahead would leave them waiting (db/clock.py).
+        due_at = await clock_of(self.session).now()
         result = await self.session.execute(
             _mark_due_for_clusters(postgresql),
-            {"of_tenant": tenant_id, "clusters": list(cluster_names), "due_at": utcnow()},
+            {"of_tenant": tenant_id, "clusters": list(cluster_names), "due_at": due_at},
         )
         return int(result.rowcount)  # type: ignore[attr-defined]
 

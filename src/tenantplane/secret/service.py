@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Collection, Sequence
+from datetime import datetime
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.access import not_a_member
-from tenantplane.db.base import utcnow
+from tenantplane.db.clock import clock_of
 from tenantplane.db.engine import Database
 from tenantplane.db.errors import DatabaseTrouble
 from tenantplane.db.writes import Writes
@@ -74,8 +75,8 @@ async def resolve_targets(
     return resolved
 
 
-def _schedule(session: AsyncSession, secret: Secret) -> None:
-    secret.reconcile_at = utcnow()
+def _schedule(session: AsyncSession, secret: Secret, now: datetime) -> None:
+    secret.reconcile_at = now
     wake_after_commit(session, RECONCILER)
 
 
@@ -100,7 +101,7 @@ async def create(
             # dependency took it already.
             await check_writable(session, tenant_id)
         return await _create_in_session(session, tenant_id, body)
-    secret = _new_secret(tenant_id, body, [])
+    secret = _new_secret(await database.clock.now(), tenant_id, body, [])
     for _ in range(2):
         if await _insert_alone(database.writes, secret):
             wake_now(RECONCILER)
@@ -133,7 +134,7 @@ async def _create_in_session(session: AsyncSession, tenant_id: int, body: Secret
         if await repository.get(tenant_id, body.name) is not None:
             raise _name_taken(body.name)
         targets = await resolve_targets(repository, tenant_id, body.name, body.sync)
-    secret = _new_secret(tenant_id, body, targets)
+    secret = _new_secret(await clock_of(session).now(), tenant_id, body, targets)
     try:
         # A concurrent create of the same name fails here, at its INSERT (the unique index),
         # not at commit. No savepoint: the request's transaction is rolled back on the
@@ -144,8 +145,11 @@ async def _create_in_session(session: AsyncSession, tenant_id: int, body: Secret
     return secret
 
 
-def _new_secret(tenant_id: int, body: SecretCreate, targets: list[dict[str, str]]) -> Secret:
-    now = utcnow()
+def _new_secret(
+    now: datetime, tenant_id: int, body: SecretCreate, targets: list[dict[str, str]]
+) -> Secret:
+    """``now``: the database's time (db/clock.py): the answer's createdAt and conditions
+    show it, and the secret is due at once for a reconciler judging by that same clock."""
     return Secret(
         uid=uuid.uuid4().hex,
         tenant_id=tenant_id,
@@ -196,35 +200,34 @@ async def replace_targets(
     check_if_match(if_match, secret.resource_version)
     repository = SecretRepository.from_session(session)
     resolved = await resolve_targets(repository, tenant_id, secret.name, targets)
-    if _set_targets(session, secret, resolved):
+    if _set_targets(session, secret, resolved, await clock_of(session).now()):
         await session.flush()
     return secret
 
 
-def _set_targets(session: AsyncSession, secret: Secret, resolved: list[dict[str, str]]) -> bool:
-    """A new generation with these targets; False when they are the current ones (nothing
-    changes: no new generation, the ETag stays)."""
+def _set_targets(
+    session: AsyncSession, secret: Secret, resolved: list[dict[str, str]], now: datetime
+) -> bool:
+    """A new generation with these targets, changed at ``now``; False when they are the
+    current ones (nothing changes: no new generation, the ETag stays)."""
     if resolved == secret.sync:
         return False
-    now = utcnow()
     secret.generation += 1
     secret.sync = resolved
     secret.sync_statuses = statuses_for_new_targets(resolved, secret.sync_statuses)
     # Until the reconciler has acted on this generation (removing copies included).
     secret.phase = SyncPhase.pending.value
     secret.conditions = reconciling_conditions(secret.conditions, secret.generation, now)
-    _schedule(session, secret)
+    _schedule(session, secret, now)
     return True
 
 
 async def withdraw_all(session: AsyncSession, tenant_id: int) -> list[str]:
     """Remove every sync target of a tenant's secrets (a cancelled tenant's): the reconciler
     then removes their copies from the clusters. Returns the secrets that had targets."""
-    withdrawn = [
-        secret.name
-        for secret in await SecretRepository.from_session(session).list(tenant_id, for_update=True)
-        if _set_targets(session, secret, [])
-    ]
+    secrets = await SecretRepository.from_session(session).list(tenant_id, for_update=True)
+    now = await clock_of(session).now()
+    withdrawn = [secret.name for secret in secrets if _set_targets(session, secret, [], now)]
     await session.flush()
     return withdrawn
 
@@ -233,9 +236,10 @@ async def delete(session: AsyncSession, tenant_id: int, name: str, if_match: str
     """Hide the secret at once; the reconciler removes its copies, then the row."""
     secret = await get(session, tenant_id, name, for_update=True)
     check_if_match(if_match, secret.resource_version)
-    secret.deletion_requested_at = utcnow()
+    now = await clock_of(session).now()
+    secret.deletion_requested_at = now
     secret.generation += 1
-    _schedule(session, secret)
+    _schedule(session, secret, now)
     await session.flush()
 
 

@@ -22,7 +22,7 @@ from tenantplane.billing.context import BillingContext
 from tenantplane.billing.cycle import cancel_tenant
 from tenantplane.billing.models import Invoice
 from tenantplane.cluster import service as cluster_service
-from tenantplane.db.base import utcnow
+from tenantplane.db.clock import clock_of
 from tenantplane.http.errors import Conflict, NotFound
 from tenantplane.providers.alerting.base import AlertingBackend
 from tenantplane.secret import service as secret_service
@@ -70,7 +70,7 @@ async def suspend(session: AsyncSession, name: str) -> Tenant:
     if tenant.state is TenantState.cancelled:
         raise AlreadyCancelled(name)
     if tenant.suspended_by is not SuspendedBy.operator:
-        _enter(tenant, TenantState.suspended, utcnow(), SuspendedBy.operator)
+        _enter(tenant, TenantState.suspended, await clock_of(session).now(), SuspendedBy.operator)
         await session.flush()
     return tenant
 
@@ -81,7 +81,7 @@ async def resume(session: AsyncSession, name: str) -> Tenant:
     if tenant.state is TenantState.cancelled:
         raise AlreadyCancelled(name)
     if tenant.state is TenantState.suspended:
-        _enter(tenant, TenantState.active, utcnow(), None)
+        _enter(tenant, TenantState.active, await clock_of(session).now(), None)
         await session.flush()
     return tenant
 

@@ -6,7 +6,8 @@ from datetime import datetime
 from sqlalchemy import Boolean, Enum, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from tenantplane.db.base import Base, Versioned, utcnow
+from tenantplane.db.base import Base, Versioned
+from tenantplane.db.clock import database_time
 
 
 class Plan(enum.StrEnum):
@@ -43,7 +44,7 @@ class Tenant(Versioned, Base):
     enforce_log_limit: Mapped[bool] = mapped_column(Boolean, default=False)
     # Collection version of the member list (If-Match on POST members).
     members_version: Mapped[int] = mapped_column(Integer, default=1)
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(default=database_time)
     state: Mapped[TenantState] = mapped_column(
         Enum(TenantState, native_enum=False, length=16, validate_strings=True),
         default=TenantState.active,

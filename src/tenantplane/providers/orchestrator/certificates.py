@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 import base64
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from tenantplane.db.base import utcnow
-
 CA_VALIDITY = timedelta(days=3650)
 
 
-def new_cluster_ca(common_name: str) -> str:
+def new_cluster_ca(common_name: str, now: datetime) -> str:
     """A fresh self-signed CA certificate: PEM, base64-encoded (kubeconfig's
-    certificate-authority-data). The private key stays with the cluster (here: discarded)."""
+    certificate-authority-data), valid from ``now``. The private key stays with the cluster
+    (here: discarded).
+
+    Validity orders no work of ours: it is judged by the clients that connect to the
+    cluster, by their own clocks. ``now`` is still the database's time (the simulator's
+    clock), which costs nothing and is the best guess of theirs: a worker whose clock ran
+    ten minutes ahead would otherwise hand out a CA that correct clients refuse as not yet
+    valid for five minutes (the five minutes' margin below is for their skew)."""
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name(
         [
@@ -25,7 +30,6 @@ def new_cluster_ca(common_name: str) -> str:
             x509.NameAttribute(NameOID.COMMON_NAME, common_name[:64]),
         ]
     )
-    now = utcnow()
     certificate = (
         x509.CertificateBuilder()
         .subject_name(subject)

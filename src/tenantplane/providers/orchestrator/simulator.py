@@ -2,8 +2,11 @@
 
 Each simulated deployment moves one step per ``step_seconds`` (TENANTPLANE_SIMULATOR_STEP_SECONDS),
 whether or not anyone is looking, as a real host cluster would; every call first catches up
-with the steps due since the last one. Its state is kept in ``simulator_clusters`` so that it
-survives restarts of tenantplane. Sequences (docs/clusters.md):
+with the steps due since the last one. Steps are timed by the database's clock
+(db/clock.py), which every worker shares: by its own clock, a worker ten minutes ahead
+would take ten minutes of steps at once and one behind none for ten minutes. Its state is
+kept in ``simulator_clusters`` so that it survives restarts of tenantplane. Sequences
+(docs/clusters.md):
 
 - create: etcd and control-plane replicas become Ready one by one: etcd until quorum, the
   first control-plane replica (the API serves: ``ready``), then the rest alternately;
@@ -29,7 +32,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import Executable
 from sqlalchemy.sql.schema import Table
 
-from tenantplane.db.base import utcnow
 from tenantplane.db.engine import Database
 from tenantplane.db.rows import ROWS, encode_json, insert_from_json, update_rows
 from tenantplane.providers.orchestrator import ClusterSpec, Observation, Replicas, Stage
@@ -81,13 +83,13 @@ class SimulatorOrchestrator:
     async def apply(self, spec: ClusterSpec, fence: WriteFence) -> Observation:
         async with self.database.transaction() as session:
             await fence.hold_in(session)
-            now = utcnow()
+            now = await self.database.clock.now()
             return await self._apply(session, spec, await self._get(session, spec.uid), now)
 
     async def delete(self, spec: ClusterSpec, fence: WriteFence) -> Observation:
         async with self.database.transaction() as session:
             await fence.hold_in(session)
-            now = utcnow()
+            now = await self.database.clock.now()
             return self._delete(await self._get(session, spec.uid), now)
 
     async def act_many(self, calls: Sequence[tuple[ClusterSpec, bool]]) -> list[Observation]:
@@ -104,7 +106,7 @@ class SimulatorOrchestrator:
     ) -> list[Observation]:
         """``act_many`` in the caller's transaction (the cluster reconciler's apply): the
         changes are committed, or rolled back, with what the caller records of them."""
-        now = utcnow()
+        now = await self.database.clock.now()
         rows = await self._get_many(session, [spec.uid for spec, _ in calls])
         new = {spec.uid: spec for spec, deleting in calls if not deleting and spec.uid not in rows}
         if new:
@@ -160,7 +162,7 @@ class SimulatorOrchestrator:
     async def fail_replicas(self, uid: str, component: Component, count: int) -> Observation:
         async with self.database.transaction() as session:
             row = await self._require(session, uid)
-            self._advance(row, utcnow(), None)
+            self._advance(row, await self.database.clock.now(), None)
             if component == "control-plane":
                 row.control_plane_failed = min(
                     row.control_plane_up, row.control_plane_failed + count
@@ -173,7 +175,7 @@ class SimulatorOrchestrator:
         """Failed replicas restart; they become Ready again one per step."""
         async with self.database.transaction() as session:
             row = await self._require(session, uid)
-            now = utcnow()
+            now = await self.database.clock.now()
             self._advance(row, now, None)
             row.control_plane_up -= row.control_plane_failed
             row.etcd_up -= row.etcd_failed
@@ -263,7 +265,7 @@ class SimulatorOrchestrator:
             control_plane_failed=0,
             etcd_failed=0,
             endpoint=f"https://{spec.name}-{spec.uid[:8]}.{self.domain}:443",
-            certificate_authority=new_cluster_ca(f"{spec.tenant}/{spec.name} cluster CA"),
+            certificate_authority=new_cluster_ca(f"{spec.tenant}/{spec.name} cluster CA", now),
             provision_count=1,
             upgrade_count=0,
             delete_count=0,

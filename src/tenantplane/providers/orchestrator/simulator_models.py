@@ -9,7 +9,8 @@ from datetime import datetime
 from sqlalchemy import Boolean, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from tenantplane.db.base import Base, utcnow
+from tenantplane.db.base import Base
+from tenantplane.db.clock import database_time
 
 
 class SimulatedCluster(Base):
@@ -21,7 +22,7 @@ class SimulatedCluster(Base):
     # creating → ready → upgrading → ready …; deleting → deleted.
     stage: Mapped[str] = mapped_column(String(16))
     step: Mapped[int] = mapped_column(Integer, default=0)
-    last_step_at: Mapped[datetime] = mapped_column(default=utcnow)
+    last_step_at: Mapped[datetime] = mapped_column(default=database_time)
     version: Mapped[str] = mapped_column(String(16))  # minor currently running
     target_version: Mapped[str] = mapped_column(String(16))
     patch: Mapped[int] = mapped_column(Integer)
@@ -41,4 +42,4 @@ class SimulatedCluster(Base):
     provision_count: Mapped[int] = mapped_column(Integer, default=0)
     upgrade_count: Mapped[int] = mapped_column(Integer, default=0)
     delete_count: Mapped[int] = mapped_column(Integer, default=0)
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(default=database_time)
