@@ -3,7 +3,8 @@ UV ?= uv
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: uv install install-runtime test-deps serve worker test test-system test-lowest lint format bench openapi sdk
+.PHONY: uv install install-runtime test-deps serve worker test test-system test-kubernetes test-lowest lint \
+	format bench openapi sdk
 
 uv:
 	@command -v $(UV) >/dev/null 2>&1 || python3 -m pip install --quiet uv
@@ -32,6 +33,13 @@ test: install test-deps
 test-system: uv test-deps
 	$(UV) sync --frozen --compile-bytecode
 	$(UV) run pytest tests/system -m system -s -p no:randomly --durations=0 $(PYTEST_ARGS)
+
+# Real Kubernetes (tests/kubernetes, deselected by `make test`): etcd, kube-apiserver, the
+# controller manager, the scheduler and kwok (nodes without containers), built once from their
+# Go modules into a cache outside the tree (scripts/testbed); one bed serves the whole run.
+test-kubernetes: install
+	scripts/testbed build
+	$(UV) run pytest tests/kubernetes -m kubernetes -p no:randomly $(PYTEST_ARGS)
 
 lint: install
 	$(UV) run ruff check .

@@ -1,0 +1,68 @@
+"""The Kubernetes test bed: real etcd, kube-apiserver, kube-controller-manager, kube-scheduler
+and kwok (nodes and kubelets played without containers), started once per test session by
+``scripts/testbed`` and stopped at its end.
+
+These tests are marked ``kubernetes`` and left out of ``make test`` (pyproject's addopts
+deselect them); ``make test-kubernetes`` builds the bed once into a cache and runs them.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from lightkube import AsyncClient, Client, KubeConfig
+
+TESTBED = Path(__file__).resolve().parents[2] / "scripts" / "testbed"
+FIELD_MANAGER = "tenantplane-tests"
+
+# Start-up takes 10-20 s; a minute more is a bed that is not coming.
+START_TIMEOUT = 120
+
+
+@dataclass(frozen=True)
+class Bed:
+    """A running bed: its directory holds the admin's kubeconfig, the certificates and each
+    component's log (``logs/<component>.log``)."""
+
+    directory: Path
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.directory / "kubeconfig"
+
+    def client(self) -> Client:
+        return Client(config=KubeConfig.from_file(self.kubeconfig), field_manager=FIELD_MANAGER)
+
+    def async_client(self) -> AsyncClient:
+        return AsyncClient(
+            config=KubeConfig.from_file(self.kubeconfig), field_manager=FIELD_MANAGER
+        )
+
+
+@pytest.fixture(scope="session")
+def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bed]:
+    directory = tmp_path_factory.mktemp("testbed")
+    # The bed's processes run in sessions of their own, outside this one: if this process is
+    # killed before it stops them, the bed's watchdog does, on seeing this pid gone.
+    environment = {**os.environ, "TENANTPLANE_TESTBED_OWNER": str(os.getpid())}
+    try:
+        started = subprocess.run(
+            [TESTBED, "start", directory],
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=START_TIMEOUT,
+            check=False,
+        )
+        if started.returncode != 0:
+            # The script names the command that builds a missing binary, or shows the log of
+            # the component that did not come up.
+            pytest.fail(f"the test bed did not start:\n{started.stderr}", pytrace=False)
+        yield Bed(directory)
+    finally:
+        subprocess.run([TESTBED, "stop", directory], check=True, timeout=120)
