@@ -105,6 +105,11 @@ def gone(kube: Client, name: str) -> bool | None:
     return None
 
 
+def quota_enforced(kube: Client, namespace: str, name: str) -> ResourceQuota | None:
+    quota = kube.get(ResourceQuota, name, namespace=namespace)
+    return quota if quota.status is not None and quota.status.hard else None
+
+
 def test_a_new_namespace_is_active_with_its_service_account_and_root_ca(
     kube: Client, namespace: str
 ) -> None:
@@ -154,11 +159,9 @@ def test_a_quota_on_limits_refuses_a_pod_without_limits(kube: Client, namespace:
         ),
         namespace=namespace,
     )
-    # Until the quota controller has computed the quota's usage, admission refuses every pod.
-    eventually(
-        lambda: kube.get(ResourceQuota, "plan", namespace=namespace).status or None,
-        "the quota's status",
-    )
+    # Admission enforces the limits the quota controller has copied into the quota's status:
+    # until it has, pods are admitted unchecked (the admission plugin reads status.hard).
+    eventually(lambda: quota_enforced(kube, namespace, "plan"), "the quota's status.hard")
     requests_only = ResourceRequirements(requests={"cpu": "100m", "memory": "128Mi"})
 
     with pytest.raises(ApiError) as refused:
