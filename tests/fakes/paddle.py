@@ -32,7 +32,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 from urllib.parse import parse_qs, urlencode
 
-from tests.fakes.server import LoopbackServer, QuietHandler
+from tests.fakes.server import Hold, Holds, LoopbackServer, QuietHandler
 
 DOCS = "https://developer.paddle.com/errors"
 INVOICE_HOST = "https://sandbox-invoice.paddle.test"
@@ -78,22 +78,6 @@ class Recorded:
 
 
 @dataclass
-class Hold:
-    """The answer to a call held back after the call took effect (a transaction created):
-    as a network or a frozen client would lose it. ``reached`` is set when the call has
-    taken effect and waits; ``release`` sends the answer (to whoever still listens)."""
-
-    method: str
-    prefix: str
-    reached: threading.Event = field(default_factory=threading.Event)
-    released: threading.Event = field(default_factory=threading.Event)
-    timeout: float = 300.0
-
-    def release(self) -> None:
-        self.released.set()
-
-
-@dataclass
 class FakePaddleState:
     api_key: str
     tax_rate: Decimal
@@ -103,7 +87,7 @@ class FakePaddleState:
     requests: list[Recorded] = field(default_factory=list)
     failures: deque[Failure] = field(default_factory=deque)
     stalls: deque[float] = field(default_factory=deque)
-    holds: deque[Hold] = field(default_factory=deque)
+    holds: Holds = field(default_factory=Holds)
     invoice_counter: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -217,10 +201,7 @@ class FakePaddle:
     def hold_next(self, method: str, prefix: str, *, timeout: float = 300.0) -> Hold:
         """Hold the answer of the next ``method`` call whose path starts with ``prefix``
         once it has taken effect, until released (or ``timeout``)."""
-        hold = Hold(method, prefix, timeout=timeout)
-        with self.state.lock:
-            self.state.holds.append(hold)
-        return hold
+        return self.state.holds.add(method, prefix, timeout)
 
     def calls(self, method: str, prefix: str) -> list[Recorded]:
         return [r for r in self.state.requests if r.method == method and r.path.startswith(prefix)]
@@ -681,16 +662,9 @@ class _Handler(QuietHandler):
         return failure
 
     def _hold(self, method: str, path: str) -> None:
-        with self.state.lock:
-            hold = next(
-                (h for h in self.state.holds if h.method == method and path.startswith(h.prefix)),
-                None,
-            )
-            if hold is not None:
-                self.state.holds.remove(hold)
+        hold = self.state.holds.take(method, path)
         if hold is not None:
-            hold.reached.set()
-            hold.released.wait(hold.timeout)
+            hold.wait()
 
     def _authenticate(self) -> None:
         header = self.headers.get("Authorization")

@@ -13,11 +13,57 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 # Long enough for a loaded machine; only reached when the awaited event never happens.
 WAIT_SECONDS = 10.0
+
+
+@dataclass
+class Hold:
+    """The answer to a call held back (after the call took effect, where it has one): as a
+    network, or a client frozen before it reads it, would lose it. ``reached`` is set once
+    the call waits; ``release`` lets the answer go (to whoever still listens)."""
+
+    method: str
+    prefix: str
+    timeout: float = 300.0
+    reached: threading.Event = field(default_factory=threading.Event)
+    released: threading.Event = field(default_factory=threading.Event)
+
+    def matches(self, method: str, path: str) -> bool:
+        return self.method == method and path.startswith(self.prefix)
+
+    def release(self) -> None:
+        self.released.set()
+
+    def wait(self) -> None:
+        """Called by the fake's handler thread: wait here until released."""
+        self.reached.set()
+        self.released.wait(self.timeout)
+
+
+class Holds:
+    """A fake's pending holds, each taken by the first call it matches."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: list[Hold] = []
+
+    def add(self, method: str, prefix: str, timeout: float) -> Hold:
+        hold = Hold(method, prefix, timeout)
+        with self._lock:
+            self._pending.append(hold)
+        return hold
+
+    def take(self, method: str, path: str) -> Hold | None:
+        with self._lock:
+            hold = next((h for h in self._pending if h.matches(method, path)), None)
+            if hold is not None:
+                self._pending.remove(hold)
+        return hold
 
 
 class QuietHandler(BaseHTTPRequestHandler):

@@ -20,6 +20,7 @@ non-standard LIST method.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import uuid
 from collections.abc import Iterator
@@ -34,7 +35,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from tests.fakes.server import serving_asgi
+from tests.fakes.server import Hold, Holds, serving_asgi
 
 PERMISSION_DENIED = {"errors": ["permission denied"]}
 
@@ -99,6 +100,7 @@ class FakeVault:
         self.client_ports: set[int] = set()
         self.server: uvicorn.Server | None = None
         self._lock = threading.Lock()
+        self.holds = Holds()
         self.app = Starlette(
             routes=[
                 Route(
@@ -153,11 +155,19 @@ class FakeVault:
                 for value in version.data.values()
             ]
 
+    def hold_next(self, method: str, prefix: str, *, timeout: float = 300.0) -> Hold:
+        """Hold the next ``method`` call whose route (below ``/v1/``) starts with ``prefix``
+        until released (or ``timeout``), then answer it."""
+        return self.holds.add(method, prefix, timeout)
+
     # -- the HTTP API ----------------------------------------------------------------------
 
     async def _dispatch(self, request: Request) -> Response:
         route = request.path_params["route"]
         self.requests.append((request.method, route))
+        hold = self.holds.take(request.method, route)
+        if hold is not None:
+            await asyncio.to_thread(hold.wait)
         if request.client is not None:
             with self._lock:
                 self.client_ports.add(request.client.port)

@@ -15,6 +15,9 @@ class BillingContext:
     prices: PriceList
     usage: UsageSource
     provider: PaymentProvider
+    #: The reconcilers' lease (TENANTPLANE_RECONCILE_LEASE_SECONDS); a charge's is longer
+    #: when the provider's timeout needs it.
+    lease_seconds: float = 30.0
 
     @classmethod
     def from_settings(cls, settings: Settings) -> BillingContext:
@@ -22,4 +25,5 @@ class BillingContext:
             prices=load_price_list(settings.plans_file),
             usage=build_usage_source(settings),
             provider=build_payment_provider(settings),
+            lease_seconds=settings.reconcile_lease_seconds,
         )

@@ -43,7 +43,7 @@ class InvoiceReconciler(Reconciler[ChargeSnapshot, ChargeOutcome]):
     def __init__(self, context: BillingContext) -> None:
         self.context = context
         # The provider call (with its own timeout) must end well within the lease.
-        self.lease_seconds = max(30.0, 3 * _provider_timeout(context))
+        self.lease_seconds = max(context.lease_seconds, 3 * _provider_timeout(context))
 
     async def load(self, session: AsyncSession, row_id: Any) -> ChargeSnapshot | None:
         return await load_charge(session, int(row_id))
