@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tenantplane.billing.attempts import ChargeAttempts
 from tenantplane.billing.models import ChargeAttemptOutcome, Invoice, InvoicePhase
 from tenantplane.billing.repository import BillingRepository
-from tenantplane.db.clock import database_now
+from tenantplane.db.clock import clock_of
 from tenantplane.providers.payment import ChargeRequest, ProviderTransaction
 from tenantplane.reconcile import Fence, LeaseGuard
 
@@ -116,7 +116,7 @@ async def begin_attempt(snapshot: ChargeSnapshot, fence: Fence) -> int:
     more). A successor that finds it knows a call may have been made."""
     async with fence.held(charge_attempts=snapshot.attempts + 1) as session:
         attempts = ChargeAttempts(session)
-        return await attempts.begin(snapshot.invoice_id, fence.token, await database_now(session))
+        return await attempts.begin(snapshot.invoice_id, fence.token, await clock_of(session).now())
 
 
 async def apply_charge(

@@ -26,7 +26,6 @@ from tenantplane.cli_support import (
     load_settings,
     run_async,
 )
-from tenantplane.db.base import utcnow
 from tenantplane.db.engine import Database
 from tenantplane.providers.alerting.factory import backend_from_settings
 from tenantplane.reconcile import ReconcilerRunner
@@ -44,9 +43,10 @@ NowOption = Annotated[
 ]
 
 
-def parse_now(value: str | None) -> datetime:
+def parse_now(value: str | None) -> datetime | None:
+    """The instant --now names; None (not given): the database's now, read by the caller."""
     if value is None:
-        return utcnow()
+        return None
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
@@ -101,7 +101,7 @@ async def _submit_charges(database: Database, context: BillingContext) -> int:
     if not context.provider.configured:
         return 0
     async with database.transaction() as session:
-        await BillingRepository.from_session(session).rearm_drafts(utcnow())
+        await BillingRepository.from_session(session).rearm_drafts(await database.clock.now())
     return await ReconcilerRunner(database, InvoiceReconciler(context)).run_once()
 
 
@@ -123,9 +123,10 @@ def _print(outcome: Outcome, as_json: bool, extra: dict[str, Any] | None = None)
 def billing_run(now: NowOption = None, as_json: JsonOption = False) -> None:
     """Close every billing period ended by --now, issue invoices and submit charges.
     Idempotent: a second run issues nothing new."""
-    instant = parse_now(now)
+    given = parse_now(now)
 
     async def work(database: Database, context: BillingContext) -> Outcome:
+        instant = given or await database.clock.now()
         outcome = Outcome()
         async with database.transaction() as session:
             subjects = await billing_subjects(session)
@@ -178,7 +179,7 @@ def tenant_cancel(name: str, now: NowOption = None, as_json: JsonOption = False)
     """Cancel a tenant: read-only for good, its clusters deleted, its secrets' sync and its
     alerting configuration withdrawn, and its final invoice issued (usage since the last
     invoice, up to --now)."""
-    instant = parse_now(now)
+    given = parse_now(now)
     settings = load_settings()
     try:
         alerting = backend_from_settings(settings)
@@ -186,6 +187,7 @@ def tenant_cancel(name: str, now: NowOption = None, as_json: JsonOption = False)
         raise CliError("INVALID_SETTING", str(exc), EXIT_USAGE) from None
 
     async def work(database: Database, context: BillingContext) -> tuple[Outcome, Cancellation]:
+        instant = given or await database.clock.now()
         outcome = Outcome()
         async with database.transaction() as session:
             cancellation = await lifecycle.cancel(

@@ -32,7 +32,8 @@ from tenantplane.billing.models import (
 from tenantplane.billing.repository import BillingRepository
 from tenantplane.billing.usage import UsageReport
 from tenantplane.cluster.models import ClusterHistory
-from tenantplane.db.base import rfc3339, utcnow
+from tenantplane.db.base import rfc3339
+from tenantplane.db.clock import clock_of
 from tenantplane.http.errors import Conflict
 from tenantplane.reconcile import wake_after_commit
 from tenantplane.tenant.models import Tenant
@@ -82,6 +83,7 @@ def _invoice_values(
     start: datetime,
     end: datetime,
     now: datetime,
+    due: datetime,
 ) -> dict[str, Any]:
     """The invoice row's values but its amounts, currency and conditions."""
     return {
@@ -95,8 +97,9 @@ def _invoice_values(
         "created_at": now,
         "phase": InvoicePhase.draft.value,
         "tax": Decimal("0.00"),
-        # Due for the invoices reconciler at once when a provider can charge it.
-        "reconcile_at": utcnow() if context.provider.configured else None,
+        # Due for the invoices reconciler at once when a provider can charge it (by the
+        # database's clock: ``now`` is the billing instant, which an operator may set).
+        "reconcile_at": due if context.provider.configured else None,
         "resource_version": 1,
     }
 
@@ -157,7 +160,10 @@ async def issue_invoice(
     balance = await repository.credit_balance(tenant.id)
     credit_applied = min(max(balance, Decimal(0)), subtotal).quantize(Decimal("0.01"))
     name = invoice_name(tenant.name, start, kind, await repository.invoice_names(tenant.id))
-    values = _invoice_values(context, tenant.id, tenant.plan.value, name, kind, start, end, now)
+    due = await clock_of(session).now()
+    values = _invoice_values(
+        context, tenant.id, tenant.plan.value, name, kind, start, end, now, due
+    )
     values.update(
         currency=prices.currency,
         subtotal=subtotal,
@@ -386,6 +392,7 @@ async def _draft_group(
     """Meter and price the period of each tenant in ``group`` and apply its credit (taken
     off ``balances``)."""
     repository = BillingRepository.from_session(session)
+    due = await clock_of(session).now()
     ids = [subject.id for subject in group]
     history: dict[int, list[ClusterHistory]] = defaultdict(list)
     for row in await repository.histories_for_period(ids, start, end):
@@ -408,7 +415,7 @@ async def _draft_group(
         names = {name for tenant_id, name in taken if tenant_id == subject.id}
         name = invoice_name(subject.name, start, InvoiceKind.regular, names)
         values = _invoice_values(
-            context, subject.id, subject.plan, name, InvoiceKind.regular, start, end, now
+            context, subject.id, subject.plan, name, InvoiceKind.regular, start, end, now, due
         )
         values.update(
             currency=prices.currency,

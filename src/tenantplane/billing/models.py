@@ -24,7 +24,8 @@ from sqlalchemy import (
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from tenantplane.db.base import Base, Versioned, utcnow
+from tenantplane.db.base import Base, Versioned
+from tenantplane.db.clock import database_time
 from tenantplane.reconcile.lease import Leased
 
 
@@ -87,7 +88,7 @@ class Invoice(Versioned, Leased, Base):
     plan: Mapped[str] = mapped_column(String(20))
     period_start: Mapped[datetime]
     period_end: Mapped[datetime]
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(default=database_time)
 
     phase: Mapped[str] = mapped_column(String(16), default=InvoicePhase.draft.value)
     currency: Mapped[str] = mapped_column(String(3))
@@ -175,8 +176,8 @@ class BillingProfile(Base):
     customer_id: Mapped[str] = mapped_column(String(64))
     subscription_id: Mapped[str | None] = mapped_column(String(64), default=None)
     address_id: Mapped[str | None] = mapped_column(String(64), default=None)
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(default=database_time)
+    updated_at: Mapped[datetime] = mapped_column(default=database_time)
 
 
 class CreditEntry(Base):
@@ -191,7 +192,7 @@ class CreditEntry(Base):
         ForeignKey("invoices.id", ondelete="SET NULL"), default=None
     )
     note: Mapped[str] = mapped_column(String(255), default="")
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(default=database_time)
 
 
 class ProviderEvent(Leased, Base):
@@ -204,7 +205,7 @@ class ProviderEvent(Leased, Base):
     event_id: Mapped[str] = mapped_column(String(64), unique=True)
     event_type: Mapped[str] = mapped_column(String(64))
     occurred_at: Mapped[datetime]
-    received_at: Mapped[datetime] = mapped_column(default=utcnow)
+    received_at: Mapped[datetime] = mapped_column(default=database_time)
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
     processed_at: Mapped[datetime | None] = mapped_column(default=None)
     outcome: Mapped[str] = mapped_column(String(255), default="")

@@ -27,7 +27,7 @@ from tenantplane.billing.cycle import INVOICES_RECONCILER, close_ended_periods
 from tenantplane.billing.metering import month_end
 from tenantplane.billing.models import BillingSchedule, Invoice, ProviderEvent
 from tenantplane.billing.webhooks import EVENTS_RECONCILER, apply_event, record_outcome
-from tenantplane.db.base import utcnow
+from tenantplane.db.clock import clock_of
 from tenantplane.providers.payment import ProviderUnavailable
 from tenantplane.reconcile import Fence, LeaseGuard, Reconciler, wake_after_commit
 from tenantplane.reconcile.registry import ReconcileContext
@@ -97,7 +97,7 @@ class EventReconciler(Reconciler[int, None]):
     async def apply(
         self, session: AsyncSession, guard: LeaseGuard, snapshot: int, outcome: None
     ) -> None:
-        if not await guard.update(processed_at=utcnow(), reconcile_at=None):
+        if not await guard.update(processed_at=await guard.now(), reconcile_at=None):
             return
         event = await session.get(ProviderEvent, snapshot)
         if event is not None:
@@ -116,7 +116,7 @@ class CycleReconciler(Reconciler[datetime, None]):
         self.context = context
 
     async def load(self, session: AsyncSession, row_id: Any) -> datetime | None:
-        return utcnow()
+        return await clock_of(session).now()
 
     async def act(self, snapshot: datetime, fence: Fence) -> None:
         return None

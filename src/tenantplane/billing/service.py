@@ -17,7 +17,7 @@ from tenantplane.billing.repository import (
     read_invoices,
 )
 from tenantplane.billing.schemas import invoice_document
-from tenantplane.db.base import utcnow
+from tenantplane.db.clock import clock_of
 from tenantplane.db.reads import ReadRow, Reads
 from tenantplane.http.documents import EncodedDocuments
 from tenantplane.http.errors import ApiError, Conflict, NotFound, ValidationFailed
@@ -148,7 +148,10 @@ async def grant_credit(session: AsyncSession, name: str, amount: str, note: str)
     repository = BillingRepository.from_session(session)
     repository.add(
         CreditEntry(
-            tenant_id=tenant.id, amount=parse_credit(amount), note=note, created_at=utcnow()
+            tenant_id=tenant.id,
+            amount=parse_credit(amount),
+            note=note,
+            created_at=await clock_of(session).now(),
         )
     )
     await session.flush()
@@ -180,9 +183,10 @@ async def link_profile(
     profile.customer_id = customer_id
     profile.subscription_id = subscription_id
     profile.address_id = address_id
-    profile.updated_at = utcnow()
+    now = await clock_of(session).now()
+    profile.updated_at = now
     await session.flush()
-    if await repository.rearm_drafts(utcnow(), tenant.id):
+    if await repository.rearm_drafts(now, tenant.id):
         from tenantplane.billing.cycle import INVOICES_RECONCILER
 
         wake_after_commit(session, INVOICES_RECONCILER)

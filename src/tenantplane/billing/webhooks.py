@@ -29,7 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tenantplane.billing.charging import settled_values
 from tenantplane.billing.models import BillingProfile, Invoice, InvoicePhase, ProviderEvent
 from tenantplane.billing.repository import BillingRepository
-from tenantplane.db.base import utcnow
+from tenantplane.db.clock import clock_of
 from tenantplane.http.errors import ApiError, ValidationFailed
 from tenantplane.providers.payment import (
     BillingNotConfigured,
@@ -99,16 +99,17 @@ async def receive(
     if not provider.verify_webhook(headers, body):
         raise WebhookSignatureInvalid()
     document = _parse(body)
+    now = await clock_of(session).now()
     inserted = await BillingRepository.from_session(session).insert_event_once(
         {
             "provider": provider.name,
             "event_id": document["event_id"][:64],
             "event_type": document["event_type"][:64],
             "occurred_at": _occurred_at(document["occurred_at"]),
-            "received_at": utcnow(),
+            "received_at": now,
             "payload": document,
             "outcome": "",
-            "reconcile_at": utcnow(),
+            "reconcile_at": now,
         }
     )
     if inserted:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from sqlalchemy import delete, select
 
-from tenantplane.db.base import utcnow
+from tenantplane.db.clock import clock_of
 from tenantplane.db.engine import Database
 from tenantplane.providers.sync import ClusterRef, CopySpec
 from tenantplane.providers.sync.simulator_models import SimulatedSecretCopy
@@ -43,7 +43,7 @@ class SimulatorSyncProvider:
             if (existing.owner_uid, existing.vault_mount, existing.secret_path) == wanted:
                 return False
             existing.owner_uid, existing.vault_mount, existing.secret_path = wanted
-            existing.updated_at = utcnow()
+            existing.updated_at = await clock_of(session).now()
             existing.write_count += 1
             return True
 

@@ -10,7 +10,8 @@ from datetime import datetime
 from sqlalchemy import Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from tenantplane.db.base import Base, utcnow
+from tenantplane.db.base import Base
+from tenantplane.db.clock import database_time
 
 
 class SimulatedSecretCopy(Base):
@@ -23,7 +24,7 @@ class SimulatedSecretCopy(Base):
     owner_uid: Mapped[str] = mapped_column(String(32))
     vault_mount: Mapped[str] = mapped_column(String(128))
     secret_path: Mapped[str] = mapped_column(String(255))
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(default=database_time)
+    updated_at: Mapped[datetime] = mapped_column(default=database_time)
     # Journal of writes, for proving that a converged secret is not rewritten on every pass.
     write_count: Mapped[int] = mapped_column(Integer, default=1)
