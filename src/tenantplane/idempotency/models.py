@@ -5,7 +5,8 @@ from datetime import datetime
 from sqlalchemy import JSON, ForeignKey, LargeBinary, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from tenantplane.db.base import Base, utcnow
+from tenantplane.db.base import Base
+from tenantplane.db.clock import database_time
 
 
 class IdempotencyRecord(Base):
@@ -24,5 +25,5 @@ class IdempotencyRecord(Base):
     # Encrypted: a replayed API-key creation carries the raw key, a portal session its URLs.
     body: Mapped[bytes] = mapped_column(LargeBinary)
     key_derivation: Mapped[str] = mapped_column(String(40))
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(default=database_time)
     expires_at: Mapped[datetime] = mapped_column(index=True)
