@@ -362,9 +362,10 @@ def fence_of(database: Database, lease: Lease, seconds: float = 30.0) -> Fence:
 async def expire_lease(database: Database, lease: Lease) -> None:
     """Make ``lease`` lapse now (as if its holder had stalled past it), token kept."""
     table = lease.table
+    (key,) = table.primary_key.columns
     async with database.transaction() as session:
         await session.execute(
             update(table)
-            .where(table.c.lock_token == lease.token)
+            .where(key == lease.row_id, table.c.lock_token == lease.token)
             .values(lock_expires_at=utcnow() - timedelta(hours=1))
         )

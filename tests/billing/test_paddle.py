@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import update
 
+from tenantplane.billing.models import Invoice
 from tenantplane.db.engine import Database
 from tests.billing.conftest import DEADLINE_SECONDS, Billing, BillingFactoryFn, paddle_overrides
 from tests.conftest import make_settings
@@ -125,6 +127,52 @@ async def test_failed_and_timed_out_charges_stay_draft_until_a_later_run(
     assert len(paddle.calls("POST", "/transactions")) == 1
     [search, *_] = paddle.calls("GET", "/transactions?")
     assert "collection_mode=manual" in search.path
+
+
+async def lost_charge(deployment: Billing, paddle: FakePaddle) -> str:
+    """Run billing once with the create's answer lost: Paddle made the charge, the run timed
+    out. Returns the transaction's id."""
+    paddle.hold_next("POST", "/transactions", timeout=3.0)
+    await deployment.run(SEPTEMBER_END)
+    await until(lambda: len(paddle.state.transactions) == 1)
+    [lost] = paddle.state.transactions
+    return lost
+
+
+async def test_a_lost_charge_is_found_beyond_the_first_page_of_the_customers_transactions(
+    billing: BillingFactoryFn, factory: Factory, paddle: FakePaddle
+) -> None:
+    deployment = await billing(**paddle_overrides(paddle))
+    tenant = await september_tenant(factory, paddle)
+    lost = await lost_charge(deployment, paddle)
+    customer = paddle.transaction(lost)["customer_id"]
+    for _ in range(150):  # newer: listed before it, newest first
+        paddle.bill(customer, "100")
+    await deployment.run(SEPTEMBER_END)
+    invoice = await only_invoice(deployment, tenant)
+    assert (invoice["status"]["phase"], invoice["providerTransactionID"]) == ("Billed", lost)
+    assert len(paddle.calls("POST", "/transactions")) == 1
+    assert any("after=" in call.path for call in paddle.calls("GET", "/transactions?"))
+
+
+async def test_the_search_reaches_back_to_the_first_attempt_of_an_invoice_issued_later(
+    billing: BillingFactoryFn, factory: Factory, paddle: FakePaddle, database: Database
+) -> None:
+    """An invoice issued as of an instant ahead (``billing run --now`` in the future) was
+    charged before that instant: the search for its charge starts at its first attempt."""
+    deployment = await billing(**paddle_overrides(paddle))
+    tenant = await september_tenant(factory, paddle)
+    lost = await lost_charge(deployment, paddle)
+    async with database.transaction() as session:
+        await session.execute(
+            update(Invoice)
+            .where(Invoice.tenant_id == tenant.id)
+            .values(created_at=datetime.now(UTC) + timedelta(days=30))
+        )
+    await deployment.run(SEPTEMBER_END)
+    invoice = await only_invoice(deployment, tenant)
+    assert invoice["providerTransactionID"] == lost
+    assert len(paddle.calls("POST", "/transactions")) == 1
 
 
 async def test_a_refused_charge_is_retried_by_a_later_run(

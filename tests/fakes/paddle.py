@@ -242,6 +242,34 @@ class FakePaddle:
         }
         return str(_create_transaction(self.state, body)["id"])
 
+    def bill(self, customer: str, amount: str, currency: str = "EUR") -> str:
+        """A manually-collected, billed transaction of the customer's that is not ours (as
+        another integration's would be): ``amount`` in the lowest unit. Returns its id."""
+        body = {
+            "customer_id": customer,
+            "currency_code": currency,
+            "collection_mode": "manual",
+            "status": "billed",
+            "address_id": self.state.addresses[customer][0]["id"],
+            "billing_details": {
+                "enable_checkout": False,
+                "payment_terms": {"interval": "day", "frequency": 14},
+                "purchase_order_number": None,
+                "additional_information": None,
+            },
+            "items": [
+                {
+                    "price": {
+                        "description": "another integration's",
+                        "unit_price": {"amount": amount, "currency_code": currency},
+                        "product": {"name": "other", "tax_category": "standard"},
+                    },
+                    "quantity": 1,
+                }
+            ],
+        }
+        return str(_create_transaction(self.state, body)["id"])
+
     def _next_invoice_number(self) -> str:
         self.state.invoice_counter += 1
         return f"{datetime.now(UTC):%Y}-{self.state.invoice_counter:05d}"

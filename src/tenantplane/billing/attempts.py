@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.billing.models import ChargeAttempt, ChargeAttemptOutcome
@@ -60,6 +60,14 @@ class ChargeAttempts:
                 error=error[:2000],
             )
         )
+
+    async def first_started(self, invoice_id: int) -> datetime:
+        """When the invoice's first attempt began (it has one once ``begin`` ran)."""
+        statement = select(func.min(ChargeAttempt.started_at)).where(
+            ChargeAttempt.invoice_id == invoice_id
+        )
+        started: datetime = (await self.session.execute(statement)).scalar_one()
+        return started
 
     async def of_invoice(self, invoice_id: int) -> Sequence[ChargeAttempt]:
         """Every attempt at charging the invoice, oldest first (operators, tests)."""

@@ -7,7 +7,7 @@ arrives first of the charge's own answer and the webhooks about it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -94,7 +94,8 @@ async def load_charge(session: AsyncSession, invoice_id: int) -> ChargeSnapshot 
             description=_description(invoice),
             period_start=invoice.period_start,
             period_end=invoice.period_end,
-            issued_at=invoice.created_at,
+            # Lowered to the first charge attempt's start, when earlier, by ``begin_attempt``.
+            earliest_charge=invoice.created_at,
         ),
     )
 
@@ -110,13 +111,19 @@ def retry_delay(attempts: int) -> float:
     return float(min(RETRY_BASE_SECONDS * 2 ** max(attempts - 1, 0), RETRY_MAX_SECONDS))
 
 
-async def begin_attempt(snapshot: ChargeSnapshot, fence: Fence) -> int:
+async def begin_attempt(snapshot: ChargeSnapshot, fence: Fence) -> tuple[int, ChargeRequest]:
     """The intent, before any provider call: the attempt counted on the invoice and recorded
     as pending, in one transaction that proves the lease is held (and holds it a full term
-    more). A successor that finds it knows a call may have been made."""
+    more). A successor that finds it knows a call may have been made. Returns the attempt
+    and the request whose search reaches back to the invoice's first attempt (an invoice
+    issued as of a later instant, ``billing run --now``, may have been charged before)."""
     async with fence.held(charge_attempts=snapshot.attempts + 1) as session:
         attempts = ChargeAttempts(session)
-        return await attempts.begin(snapshot.invoice_id, fence.token, await clock_of(session).now())
+        now = await clock_of(session).now()
+        attempt = await attempts.begin(snapshot.invoice_id, fence.token, now)
+        first = await attempts.first_started(snapshot.invoice_id)
+    request = snapshot.request
+    return attempt, replace(request, earliest_charge=min(request.earliest_charge, first))
 
 
 async def apply_charge(

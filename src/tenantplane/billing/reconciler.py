@@ -50,16 +50,16 @@ class InvoiceReconciler(Reconciler[ChargeSnapshot, ChargeOutcome]):
 
     async def act(self, snapshot: ChargeSnapshot, fence: Fence) -> ChargeOutcome:
         provider = self.context.provider
-        attempt = await begin_attempt(snapshot, fence)
+        attempt, request = await begin_attempt(snapshot, fence)
         try:
             # Always, whatever was recorded: an earlier call (of a worker that died or froze
             # after the provider accepted it, or whose answer was lost) may have made the
             # charge. Paddle does not deduplicate creates: this look-up is what does.
-            found = await provider.find_charge(snapshot.request)
+            found = await provider.find_charge(request)
             if found is not None:
                 return ChargeOutcome(found, attempt, adopted=True)
             await fence.hold()
-            return ChargeOutcome(await provider.create_charge(snapshot.request), attempt)
+            return ChargeOutcome(await provider.create_charge(request), attempt)
         except ProviderUnavailable as exc:
             return ChargeOutcome(None, attempt, exc.detail)
 

@@ -71,8 +71,8 @@ class Fence:
 
     @property
     def token(self) -> str:
-        """The fencing token: this lease's, unique to it (an idempotency key for remote calls
-        that take one)."""
+        """The fencing token: this lease's (shared by the rows of one fetch; with the row's
+        key it names this lease alone)."""
         return self.lease.token
 
     async def hold(self, **values: Any) -> None:

@@ -92,9 +92,9 @@ ZERO_DECIMAL_CURRENCIES = frozenset({"JPY", "KRW"})
 INVOICE_UID_KEY = "tenantplane_invoice_uid"
 # A page of the search for an earlier attempt's charge (Paddle allows up to 200).
 FIND_PAGE_SIZE = 100
-# How much earlier than the invoice's issue a charge for it may carry as its creation time:
-# Paddle's clock and ours are not the same clock.
-ISSUED_MARGIN = timedelta(days=1)
+# How much earlier than our earliest possible charge time Paddle may stamp it: Paddle's clock
+# and ours are not the same clock.
+CLOCKS_MARGIN = timedelta(days=1)
 
 
 def minor_units(currency: str) -> int:
@@ -310,15 +310,15 @@ class PaddleProvider:
 
     async def find_charge(self, request: ChargeRequest) -> ProviderTransaction | None:
         """Look through the customer's manually-collected transactions created since the
-        invoice was issued (less a margin for the two clocks), every page, for one that
-        carries this invoice's id in its custom data. Paddle has no idempotency keys and
-        cannot filter by custom data; the customer, the collection mode and the creation
-        time are its documented filters (``GET /transactions``)."""
+        invoice's earliest possible charge (less a margin for the two clocks), every page,
+        for one that carries this invoice's id in its custom data. Paddle has no idempotency
+        keys and cannot filter by custom data; the customer, the collection mode and the
+        creation time are its documented filters (``GET /transactions``)."""
         operation = ListTransactions(
             pager=Pager(order_by=OrderBy.id_descending(), per_page=FIND_PAGE_SIZE),
             customer_ids=[request.customer_id],
             collection_mode=CollectionMode.Manual,
-            created_at=DateComparison(request.issued_at - ISSUED_MARGIN, Comparator.GTE),
+            created_at=DateComparison(request.earliest_charge - CLOCKS_MARGIN, Comparator.GTE),
         )
 
         def search(client: Any) -> Any:

@@ -53,9 +53,9 @@ class ChargeRequest:
     description: str
     period_start: datetime
     period_end: datetime
-    # When the invoice was issued (the database's clock): no charge for it is older, which
-    # bounds the search for one an earlier attempt made.
-    issued_at: datetime
+    # No charge for this invoice is older (the database's clock): the earlier of its issue
+    # and its first charge attempt. It bounds the search for one an earlier attempt made.
+    earliest_charge: datetime
 
 
 @dataclass(frozen=True)
