@@ -219,7 +219,7 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
     async def _sync(self, snapshot: SecretView, fence: Fence) -> SyncOutcome:
         path = None
         if not snapshot.deleting:
-            path = await self.vault.check(snapshot.tenant, snapshot.secret_path)
+            path = await self.vault.check(snapshot.tenant, snapshot.secret_path, fence.lease.now())
         outcome = SyncOutcome(path)
         previous = {target_key(entry): entry for entry in snapshot.statuses}
         wanted: set[CopyKey] = set()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import enum
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol
 
 import hvac
@@ -43,8 +43,9 @@ class VaultPaths(Protocol):
     def mount_for(self, tenant: str) -> str:
         """The KV v2 mount holding ``tenant``'s secrets."""
 
-    async def check(self, tenant: str, path: str) -> PathCheck:
-        """Whether ``path`` exists in ``tenant``'s mount (never raises for vault failures)."""
+    async def check(self, tenant: str, path: str, now: datetime) -> PathCheck:
+        """Whether ``path`` exists in ``tenant``'s mount (never raises for vault failures);
+        ``now`` (the database's time) judges whether a scheduled deletion has passed."""
 
     async def aclose(self) -> None:
         """Close the connections to the vault (when the reconcilers stop)."""
@@ -59,7 +60,7 @@ class UncheckedVaultPaths:
     def mount_for(self, tenant: str) -> str:
         return self.mount_template.format(tenant=tenant)
 
-    async def check(self, tenant: str, path: str) -> PathCheck:
+    async def check(self, tenant: str, path: str, now: datetime) -> PathCheck:
         return PathCheck(PathStatus.not_checked, "no vault is configured; path not checked")
 
     async def aclose(self) -> None:
@@ -88,11 +89,11 @@ class HvacVaultPaths:
     def mount_for(self, tenant: str) -> str:
         return self.mount_template.format(tenant=tenant)
 
-    async def check(self, tenant: str, path: str) -> PathCheck:
+    async def check(self, tenant: str, path: str, now: datetime) -> PathCheck:
         mount = self.mount_for(tenant)
-        return await asyncio.to_thread(self._check, mount, path)
+        return await asyncio.to_thread(self._check, mount, path, now)
 
-    def _check(self, mount: str, path: str) -> PathCheck:
+    def _check(self, mount: str, path: str, now: datetime) -> PathCheck:
         client = hvac.Client(
             url=self.addr, token=self._token, timeout=self.timeout_seconds, session=self._session
         )
@@ -108,16 +109,16 @@ class HvacVaultPaths:
             return PathCheck(
                 PathStatus.unavailable, f"the vault is unavailable ({type(exc).__name__})"
             )
-        return _metadata_check(response, where)
+        return _metadata_check(response, where, now)
 
 
-def _metadata_check(response: Any, where: str) -> PathCheck:
+def _metadata_check(response: Any, where: str, now: datetime) -> PathCheck:
     data = response.get("data") if isinstance(response, dict) else None
     if not isinstance(data, dict):
         return PathCheck(PathStatus.unavailable, "the vault answered an unexpected metadata body")
     current = str(data.get("current_version", ""))
     version = (data.get("versions") or {}).get(current)
-    if isinstance(version, dict) and (version.get("destroyed") or _is_past(version)):
+    if isinstance(version, dict) and (version.get("destroyed") or _is_past(version, now)):
         return PathCheck(
             PathStatus.version_deleted,
             f"the current version ({current}) of {where} is deleted or destroyed",
@@ -125,7 +126,7 @@ def _metadata_check(response: Any, where: str) -> PathCheck:
     return PathCheck(PathStatus.found, f"{where} exists (version {current})")
 
 
-def _is_past(version: dict[str, Any]) -> bool:
+def _is_past(version: dict[str, Any], now: datetime) -> bool:
     # deletion_time is "" when no deletion is scheduled; it may also lie in the future
     # (delete_version_after), in which case the version is still readable.
     raw = version.get("deletion_time") or ""
@@ -133,7 +134,7 @@ def _is_past(version: dict[str, Any]) -> bool:
         when = datetime.fromisoformat(str(raw).replace("Z", "+00:00"))
     except ValueError:
         return False
-    return when.tzinfo is not None and when <= datetime.now(UTC)
+    return when.tzinfo is not None and when <= now
 
 
 def build_vault_paths(settings: Settings) -> VaultPaths:
