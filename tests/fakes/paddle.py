@@ -229,16 +229,7 @@ class FakePaddle:
             "customer_id": customer,
             "currency_code": currency,
             "custom_data": custom_data,
-            "items": [
-                {
-                    "price": {
-                        "description": "checkout",
-                        "unit_price": {"amount": amount, "currency_code": currency},
-                        "product": {"name": "checkout", "tax_category": "standard"},
-                    },
-                    "quantity": 1,
-                }
-            ],
+            "items": [_item("checkout", amount, currency)],
         }
         return str(_create_transaction(self.state, body)["id"])
 
@@ -257,16 +248,7 @@ class FakePaddle:
                 "purchase_order_number": None,
                 "additional_information": None,
             },
-            "items": [
-                {
-                    "price": {
-                        "description": "another integration's",
-                        "unit_price": {"amount": amount, "currency_code": currency},
-                        "product": {"name": "other", "tax_category": "standard"},
-                    },
-                    "quantity": 1,
-                }
-            ],
+            "items": [_item("another integration's", amount, currency)],
         }
         return str(_create_transaction(self.state, body)["id"])
 
@@ -332,6 +314,18 @@ class FakePaddle:
 
 
 # The server side ------------------------------------------------------------------------
+
+
+def _item(name: str, amount: str, currency: str) -> dict[str, Any]:
+    """One non-catalogue item of ``amount`` (lowest unit), as a create's body has it."""
+    return {
+        "price": {
+            "description": name,
+            "unit_price": {"amount": amount, "currency_code": currency},
+            "product": {"name": name, "tax_category": "standard"},
+        },
+        "quantity": 1,
+    }
 
 
 def _money(amount: Decimal) -> str:

@@ -46,7 +46,7 @@ from tests.fakes.vault import FakeVault, serve
 from tests.http_client import bearer
 from tests.system.conftest import Connections, Figures
 from tests.system.harness import Fleet, Node, client_of, eventually, owner_of
-from tests.system.test_topology import BILLED_AT, DATABASE_TIMEOUTS, topology_env
+from tests.system.test_topology import BILLED_AT, DATABASE_TIMEOUTS, billing_env, topology_env
 
 pytestmark = pytest.mark.system
 
@@ -62,19 +62,6 @@ def seeded(figures: Figures) -> random.Random:
     print(f"\n[seed] TENANTPLANE_TEST_SEED={seed}")
     figures["seed"] = seed
     return random.Random(seed)
-
-
-def billing_env(tmp_path: Path, postgres_url: str, paddle: FakePaddle) -> dict[str, str]:
-    return topology_env(
-        tmp_path,
-        postgres_url,
-        billing_provider="paddle",
-        allow_simulated_billing="true",
-        paddle_api_url=paddle.url,
-        paddle_api_key=paddle.api_key,
-        paddle_webhook_secret=paddle.webhook_secret,
-        paddle_timeout_seconds="1",
-    )
 
 
 async def linked_tenants(factory: Factory, paddle: FakePaddle) -> list[TenantFixture]:
@@ -111,11 +98,29 @@ async def all_charged(database: Database) -> list[Invoice] | None:
     return invoices if charged else None
 
 
-def reached(holds: list[Hold]) -> Any:
-    async def check() -> bool:
+async def first_run_held(
+    fleet: Fleet,
+    connections: Connections,
+    tmp_path: Path,
+    postgres_url: str,
+    paddle: FakePaddle,
+    method: str,
+) -> tuple[dict[str, str], Database, list[Hold], Node]:
+    """A deployment with tenants to charge, and a first `billing run` whose calls of
+    ``method`` to ``/transactions`` (one per invoice) all wait for their answers."""
+    env = billing_env(tmp_path, postgres_url, paddle, timeout_seconds=1)
+    fleet.run("migrate", env, "migrate", "--json")
+    database, factory = connections.open(postgres_url)
+    await linked_tenants(factory, paddle)
+    holds = [paddle.hold_next(method, "/transactions") for _ in range(INVOICES)]
+    first = fleet.command("billing-first", env, "billing", "run", "--now", BILLED_AT)
+    first.start()
+
+    async def reached() -> bool:
         return all(hold.reached.is_set() for hold in holds)
 
-    return check
+    await eventually(reached, f"every {method} /transactions to wait", DEADLINE_SECONDS)
+    return env, database, holds, first
 
 
 def charges_by_invoice(paddle: FakePaddle) -> Counter[str]:
@@ -165,15 +170,10 @@ async def test_a_charge_accepted_before_its_process_died_or_froze_is_made_once(
     rng = seeded(figures)
     paddle = FakePaddle().start()
     try:
-        env = billing_env(tmp_path, postgres_url, paddle)
-        fleet.run("migrate", env, "migrate", "--json")
-        database, factory = connections.open(postgres_url)
-        await linked_tenants(factory, paddle)
         # Paddle creates each transaction, then holds its answer.
-        holds = [paddle.hold_next("POST", "/transactions") for _ in range(INVOICES)]
-        first = fleet.command("billing-first", env, "billing", "run", "--now", BILLED_AT)
-        first.start()
-        await eventually(reached(holds), "Paddle to accept every charge", DEADLINE_SECONDS)
+        env, database, holds, first = await first_run_held(
+            fleet, connections, tmp_path, postgres_url, paddle, "POST"
+        )
         await asyncio.sleep(rng.uniform(0, 0.5))
         first.kill() if signal == "kill" else first.pause()
         for hold in rng.sample(holds, len(holds)):
@@ -223,15 +223,10 @@ async def test_a_process_frozen_between_its_look_up_and_its_create_creates_nothi
     rng = seeded(figures)
     paddle = FakePaddle().start()
     try:
-        env = billing_env(tmp_path, postgres_url, paddle)
-        fleet.run("migrate", env, "migrate", "--json")
-        database, factory = connections.open(postgres_url)
-        await linked_tenants(factory, paddle)
         # Each look-up finds nothing, and its answer is held: the process then freezes.
-        holds = [paddle.hold_next("GET", "/transactions") for _ in range(INVOICES)]
-        first = fleet.command("billing-first", env, "billing", "run", "--now", BILLED_AT)
-        first.start()
-        await eventually(reached(holds), "every look-up", DEADLINE_SECONDS)
+        env, database, holds, first = await first_run_held(
+            fleet, connections, tmp_path, postgres_url, paddle, "GET"
+        )
         first.pause()
         await eventually(lambda: leases_lapsed(database), "the leases to lapse", 60)
         fleet.run("billing-second", env, "billing", "run", "--now", BILLED_AT)

@@ -95,6 +95,23 @@ async def all_running(
     return None
 
 
+def billing_env(
+    tmp_path: Path, database_url: str, paddle: FakePaddle, *, timeout_seconds: float
+) -> dict[str, str]:
+    """``topology_env`` charging through the loopback Paddle (on the simulator: a demo's
+    setting, which billing refuses unless allowed)."""
+    return topology_env(
+        tmp_path,
+        database_url,
+        billing_provider="paddle",
+        allow_simulated_billing="true",
+        paddle_api_url=paddle.url,
+        paddle_api_key=paddle.api_key,
+        paddle_webhook_secret=paddle.webhook_secret,
+        paddle_timeout_seconds=str(timeout_seconds),
+    )
+
+
 RETRIES = 20
 
 
@@ -232,16 +249,7 @@ async def test_overlapping_billing_runs_issue_and_charge_each_period_once(
     interleaving, each tenant and period must have one invoice and be charged once."""
     paddle = FakePaddle().start()
     try:
-        env = topology_env(
-            tmp_path,
-            postgres_url,
-            billing_provider="paddle",
-            allow_simulated_billing="true",
-            paddle_api_url=paddle.url,
-            paddle_api_key=paddle.api_key,
-            paddle_webhook_secret=paddle.webhook_secret,
-            paddle_timeout_seconds="5",
-        )
+        env = billing_env(tmp_path, postgres_url, paddle, timeout_seconds=5)
         fleet.run("migrate", env, "migrate", "--json")
         database, factory = connections.open(postgres_url)
         await factory.billing.billing_schedule(None)  # no scheduled cycle behind the test
