@@ -5,6 +5,7 @@ wall clock on PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -14,11 +15,21 @@ from tenantplane.db import clock as clock_module
 from tenantplane.db.clock import ClockUnanchored, DatabaseClock, clock_of
 from tenantplane.db.engine import Database
 from tenantplane.db.errors import DatabaseTrouble, classify
+from tenantplane.db.migrate import upgrade
+from tests.backends import postgres_database
 from tests.factories import Factory
 from tests.faketime import SLACK, database_clock_now
 
 # The clock's own error on loopback: half a round trip, and the monotonic clock's drift.
 CLOSE = timedelta(milliseconds=250)
+
+
+@pytest.fixture(scope="module")
+def postgres_url() -> Iterator[str]:
+    """For what PostgreSQL alone has: SQLite's clock is the machine's, nothing to anchor."""
+    with postgres_database() as url:
+        upgrade(url)
+        yield url
 
 
 def _the_wall_clock_is_off(monkeypatch: pytest.MonkeyPatch, offset: timedelta) -> None:
@@ -49,10 +60,8 @@ async def test_a_sessions_clock_is_its_databases(database: Database) -> None:
         assert clock_of(session) is database.clock
 
 
-async def test_a_new_connection_anchors_the_clock(database_url: str) -> None:
-    if database_url.startswith("sqlite"):
-        pytest.skip("SQLite's clock is the machine's: nothing to anchor")
-    database = Database.connect(database_url)
+async def test_a_new_connection_anchors_the_clock(postgres_url: str) -> None:
+    database = Database.connect(postgres_url)
     try:
         with pytest.raises(ClockUnanchored) as refused:
             database.clock.anchored_now()
@@ -66,10 +75,8 @@ async def test_a_new_connection_anchors_the_clock(database_url: str) -> None:
         await database.dispose()
 
 
-async def test_an_unanchored_clock_reads_itself_in_the_background(database_url: str) -> None:
-    if database_url.startswith("sqlite"):
-        pytest.skip("SQLite's clock is the machine's: nothing to anchor")
-    database = Database.connect(database_url)
+async def test_an_unanchored_clock_reads_itself_in_the_background(postgres_url: str) -> None:
+    database = Database.connect(postgres_url)
     try:
         with pytest.raises(ClockUnanchored):
             database.clock.anchored_now()
@@ -83,10 +90,8 @@ async def test_an_unanchored_clock_reads_itself_in_the_background(database_url: 
         await database.dispose()
 
 
-async def test_the_first_time_asked_is_read_from_the_database(database_url: str) -> None:
-    if database_url.startswith("sqlite"):
-        pytest.skip("SQLite's clock is the machine's: nothing to anchor")
-    database = Database.connect(database_url)
+async def test_the_first_time_asked_is_read_from_the_database(postgres_url: str) -> None:
+    database = Database.connect(postgres_url)
     try:
         assert not database.clock.anchored
         now = await database.clock.now()
@@ -95,11 +100,15 @@ async def test_the_first_time_asked_is_read_from_the_database(database_url: str)
         await database.dispose()
 
 
-async def test_an_old_anchor_is_read_again_in_the_background(
-    database: Database, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    if database.is_sqlite:
-        pytest.skip("SQLite's clock is the machine's: nothing to anchor")
+async def test_an_old_anchor_is_read_again_in_the_background(postgres_url: str) -> None:
+    database = Database.connect(postgres_url)
+    try:
+        await _an_old_anchor_is_read_again(database)
+    finally:
+        await database.dispose()
+
+
+async def _an_old_anchor_is_read_again(database: Database) -> None:
     await database.clock.anchor()
     old = database.clock._anchor
     assert old is not None
