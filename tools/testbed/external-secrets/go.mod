@@ -1,9 +1,9 @@
-// Builds the External Secrets Operator for the test bed (scripts/testbed build --all). v0.16.2
-// is the newest release buildable from the module proxy: from v0.17 on the operator is split
-// into modules (apis, runtime, each provider) that its go.mod replaces with paths inside its
-// repository and that are not published, so the proxy's zip of the root module lacks them.
-// v0.16.2 serves external-secrets.io/v1. Its go.mod replaces sprig with the project's fork;
-// mirrored here.
+// Builds the External Secrets Operator for the test bed (scripts/testbed build --all). The module
+// proxy reachable here lists v0.16.2 and v1.3.2; v1.3.2 cannot be built from it: the operator is
+// split into modules (apis, runtime, each provider) that its go.mod replaces with paths inside
+// its repository and that are not published, so the zip of the root module lacks them. v0.16.2
+// serves external-secrets.io/v1. Its go.mod replaces sprig with the project's fork; mirrored
+// here.
 module tenantplane.test/testbed/external-secrets
 
 go 1.24.2

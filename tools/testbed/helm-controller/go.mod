@@ -1,8 +1,8 @@
 // Builds Flux's helm-controller for the test bed (scripts/testbed build --all). Its own go.mod
 // replaces its API module with a path inside its repository and pins go-digest and kustomize;
 // the replacements here are the published API module of the same release and those same pins.
-// v1.4.0 (Helm 3) is the newest release the module proxy reachable here serves whole: from v1.5
-// on, helm-controller replaces Helm with Flux's fork of Helm 4, which it does not serve.
+// v1.4.0 (Helm 3) is the newest release the module proxy reachable here serves whole: it does
+// not serve v1.5.0, and v1.6.3 replaces Helm with Flux's fork of Helm 4, which it does not serve.
 module tenantplane.test/testbed/helm-controller
 
 go 1.26.0
