@@ -115,13 +115,18 @@ def billing_env(
 RETRIES = 20
 
 
-async def post_retrying(
-    client: httpx.AsyncClient, path: str, body: dict[str, Any], key: str, tally: Counter[str]
+async def send_retrying(
+    client: httpx.AsyncClient,
+    method: str,
+    path: str,
+    key: str,
+    tally: Counter[str],
+    body: dict[str, Any] | None = None,
 ) -> httpx.Response:
-    """POST, retried after a 503 as its Retry-After says (a busy database refuses rather
+    """A request retried after a 503 as its Retry-After says (a busy database refuses rather
     than keeps a request waiting; nothing was written), as the spec asks clients to."""
     for _ in range(RETRIES):
-        response = await client.post(path, json=body, headers=bearer(key))
+        response = await client.request(method, path, json=body, headers=bearer(key))
         tally[str(response.status_code)] += 1
         if response.status_code != 503:
             return response
@@ -141,12 +146,13 @@ async def create_clusters(
     return list(
         await asyncio.gather(
             *(
-                post_retrying(
+                send_retrying(
                     clients[index % len(clients)],
+                    "POST",
                     f"/api/v1{tenant.path}/clusters",
-                    {"name": f"c-{index}", **spec},
                     tenant.admin_key,
                     tally,
+                    {"name": f"c-{index}", **spec},
                 )
                 for index in range(count)
             )
