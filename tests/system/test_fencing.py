@@ -24,7 +24,6 @@ import os
 import random
 import secrets
 from collections import Counter
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +38,7 @@ from tenantplane.providers.orchestrator.simulator_models import SimulatedCluster
 from tenantplane.providers.sync.simulator_models import SimulatedSecretCopy
 from tenantplane.secret.models import Secret
 from tenantplane.tenant.models import Plan
-from tests.factories import Factory, TenantFixture
+from tests.factories import TenantFixture
 from tests.fakes.paddle import FakePaddle
 from tests.fakes.server import Hold
 from tests.fakes.vault import FakeVault, serve
@@ -50,6 +49,7 @@ from tests.system.test_topology import (
     BILLED_AT,
     DATABASE_TIMEOUTS,
     billing_env,
+    linked_tenants,
     send_retrying,
     topology_env,
 )
@@ -68,20 +68,6 @@ def seeded(figures: Figures) -> random.Random:
     print(f"\n[seed] TENANTPLANE_TEST_SEED={seed}")
     figures["seed"] = seed
     return random.Random(seed)
-
-
-async def linked_tenants(factory: Factory, paddle: FakePaddle) -> list[TenantFixture]:
-    """Tenants billed since September, each a Paddle customer with an address."""
-    await factory.billing.billing_schedule(None)  # no scheduled cycle behind the test
-    tenants = []
-    for _ in range(TENANTS):
-        tenant = await factory.tenant()
-        await factory.billing.backdate_tenant(tenant.id, datetime(2026, 9, 1, tzinfo=UTC))
-        customer, _ = paddle.add_customer()
-        address = paddle.state.addresses[customer][0]["id"]
-        await factory.billing.link(tenant.name, customer, address_id=address)
-        tenants.append(tenant)
-    return tenants
 
 
 async def invoices_of(database: Database) -> list[Invoice]:
@@ -117,7 +103,7 @@ async def first_run_held(
     env = billing_env(tmp_path, postgres_url, paddle, timeout_seconds=1)
     fleet.run("migrate", env, "migrate", "--json")
     database, factory = connections.open(postgres_url)
-    await linked_tenants(factory, paddle)
+    await linked_tenants(factory, paddle, TENANTS)
     holds = [paddle.hold_next(method, "/transactions") for _ in range(INVOICES)]
     first = fleet.command("billing-first", env, "billing", "run", "--now", BILLED_AT)
     first.start()

@@ -33,7 +33,7 @@ from tenantplane.db.engine import Database
 from tenantplane.db.migrate import alembic_config
 from tenantplane.providers.orchestrator.simulator_models import SimulatedCluster
 from tenantplane.tenant.models import Plan
-from tests.factories import TenantFixture
+from tests.factories import Factory, TenantFixture
 from tests.fakes.paddle import FakePaddle
 from tests.http_client import bearer
 from tests.system.conftest import Connections, Figures
@@ -110,6 +110,21 @@ def billing_env(
         paddle_webhook_secret=paddle.webhook_secret,
         paddle_timeout_seconds=str(timeout_seconds),
     )
+
+
+async def linked_tenants(factory: Factory, paddle: FakePaddle, count: int) -> list[TenantFixture]:
+    """Tenants billed since September, each a Paddle customer with an address; no
+    scheduled billing cycle behind the test."""
+    await factory.billing.billing_schedule(None)
+    tenants = []
+    for _ in range(count):
+        tenant = await factory.tenant()
+        await factory.billing.backdate_tenant(tenant.id, datetime(2026, 9, 1, tzinfo=UTC))
+        customer, _ = paddle.add_customer()
+        address = paddle.state.addresses[customer][0]["id"]
+        await factory.billing.link(tenant.name, customer, address_id=address)
+        tenants.append(tenant)
+    return tenants
 
 
 RETRIES = 20
@@ -258,15 +273,7 @@ async def test_overlapping_billing_runs_issue_and_charge_each_period_once(
         env = billing_env(tmp_path, postgres_url, paddle, timeout_seconds=5)
         fleet.run("migrate", env, "migrate", "--json")
         database, factory = connections.open(postgres_url)
-        await factory.billing.billing_schedule(None)  # no scheduled cycle behind the test
-        tenants = []
-        for _ in range(3):
-            tenant = await factory.tenant()
-            await factory.billing.backdate_tenant(tenant.id, datetime(2026, 9, 1, tzinfo=UTC))
-            customer, _ = paddle.add_customer()
-            address = paddle.state.addresses[customer][0]["id"]
-            await factory.billing.link(tenant.name, customer, address_id=address)
-            tenants.append(tenant)
+        tenants = await linked_tenants(factory, paddle, 3)
 
         dsn = libpq_dsn(postgres_url)
         late = fleet.command("billing-late", env, "billing", "run", "--now", BILLED_AT, "--json")
