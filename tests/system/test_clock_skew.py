@@ -247,37 +247,31 @@ def _gone(run: Run, name: str) -> Check:
     return check
 
 
-def _observed(run: Run, table: str, name: str) -> Check:
+def _row_holds(run: Run, table: str, name: str, expression: str) -> Check:
+    """Whether ``expression`` (over the tenant's row ``name`` of ``table``) holds."""
+
     async def check() -> bool:
         async with run.database.sessionmaker() as session:
-            done = (
+            holds = (
                 await session.execute(
                     text(
-                        f"SELECT observed_generation >= generation FROM {table}"  # noqa: S608
+                        f"SELECT {expression} FROM {table}"  # noqa: S608
                         " WHERE tenant_id = :tenant AND name = :name"
                     ),
                     {"tenant": run.tenant.id, "name": name},
                 )
             ).scalar_one()
-        return bool(done)
+        return bool(holds)
 
     return check
+
+
+def _observed(run: Run, table: str, name: str) -> Check:
+    return _row_holds(run, table, name, "bool_or(observed_generation >= generation)")
 
 
 def _row_gone(run: Run, table: str, name: str) -> Check:
-    async def check() -> bool:
-        async with run.database.sessionmaker() as session:
-            left = (
-                await session.execute(
-                    text(
-                        f"SELECT count(*) FROM {table} WHERE tenant_id = :tenant AND name = :name"  # noqa: S608
-                    ),
-                    {"tenant": run.tenant.id, "name": name},
-                )
-            ).scalar_one()
-        return bool(left == 0)
-
-    return check
+    return _row_holds(run, table, name, "count(*) = 0")
 
 
 async def deploy_and_run(

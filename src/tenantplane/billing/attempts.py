@@ -3,7 +3,6 @@ before the provider is called, finished with the invoice's outcome in the apply.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy import func, insert, select, update
@@ -68,12 +67,3 @@ class ChargeAttempts:
         )
         started: datetime = (await self.session.execute(statement)).scalar_one()
         return started
-
-    async def of_invoice(self, invoice_id: int) -> Sequence[ChargeAttempt]:
-        """Every attempt at charging the invoice, oldest first (operators, tests)."""
-        statement = (
-            select(ChargeAttempt)
-            .where(ChargeAttempt.invoice_id == invoice_id)
-            .order_by(ChargeAttempt.id)
-        )
-        return (await self.session.execute(statement)).scalars().all()
