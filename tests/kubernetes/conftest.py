@@ -35,6 +35,20 @@ class Bed:
     def kubeconfig(self) -> Path:
         return self.directory / "kubeconfig"
 
+    @property
+    def tenant_cluster_kubeconfig(self) -> Path:
+        """The stand-in tenant cluster's admin (scripts/testbed-secrets.sh)."""
+        return self.directory / "tenant-cluster" / "kubeconfig"
+
+    @property
+    def openbao_address(self) -> str:
+        return (self.directory / "openbao" / "address").read_text().strip()
+
+    @property
+    def openbao_token(self) -> str:
+        """The dev server's root token."""
+        return (self.directory / "openbao" / "token").read_text().strip()
+
     def client(self) -> Client:
         return Client(config=KubeConfig.from_file(self.kubeconfig), field_manager=FIELD_MANAGER)
 
