@@ -125,7 +125,7 @@ async def test_the_worker_role_is_exactly_what_the_platform_uses(
     host_cluster: HostCluster,
 ) -> None:
     kube = Kube(client_for(load_kubeconfig(host_cluster.kubeconfig, None), 5.0))
-    chart = ChartSettings("https://charts.loft.sh", "0.26.0", "{cluster}.example.net")
+    chart = ChartSettings("https://charts.loft.sh", "0.30.0", "{cluster}.example.net")
     orchestrator = KubernetesOrchestrator(kube, chart)
     sync = ExternalSecretsSync(
         kube,

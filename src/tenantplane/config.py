@@ -113,7 +113,7 @@ class Settings(BaseSettings):
     kubernetes_poll_seconds: float = Field(default=5.0, gt=0)
     # The vCluster chart Flux installs, and values merged under the platform's own.
     vcluster_chart_repository: str = "https://charts.loft.sh"
-    vcluster_chart_version: str = "0.26.0"
+    vcluster_chart_version: str = "0.30.0"
     vcluster_values_file: Path | None = None
     # The clusters' external API host: {cluster}, {tenant} and {namespace} are replaced.
     cluster_host_template: str = "{cluster}-{tenant}.clusters.example.com"

@@ -23,8 +23,10 @@ What it implements, with the API server's semantics:
 
 Served by uvicorn with the h11 parser in a thread. ``FakeFluxVCluster`` below plays the
 controllers of a host cluster: Flux's helm-controller installing the vCluster chart, the
-vCluster StatefulSets' pods becoming ready, vCluster writing its kubeconfig Secret, and
-External Secrets reporting on ExternalSecrets.
+chart's control-plane Deployment and etcd StatefulSet and their pods becoming ready, vCluster
+writing its kubeconfig Secret, and External Secrets reporting on ExternalSecrets. Its shapes
+are those the real components showed on the test bed (tests/kubernetes): the fake stays for
+the faults and the step-by-step pacing the real ones cannot give on demand.
 """
 
 from __future__ import annotations
@@ -80,6 +82,7 @@ class Kind:
 KINDS = [
     Kind("", "v1", "Namespace", "namespaces", False, True, ("ns",)),
     Kind("", "v1", "ResourceQuota", "resourcequotas", True, True, ("quota",)),
+    Kind("", "v1", "LimitRange", "limitranges", True, False, ("limits",)),
     Kind("", "v1", "Secret", "secrets", True, False),
     Kind("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", True, True, ("pvc",)),
     Kind("apps", "v1", "StatefulSet", "statefulsets", True, True, ("sts",)),
@@ -829,6 +832,7 @@ def b64(text: str) -> str:
 # -- the host cluster's controllers -------------------------------------------------------------
 
 FLUX_FINALIZER = "finalizers.fluxcd.io"
+RESET_AT = "reconcile.fluxcd.io/resetAt"
 
 
 def _condition(kind: str, status: str, reason: str, message: str) -> Object:
@@ -850,11 +854,19 @@ def _dig(document: Any, *path: str, default: Any = None) -> Any:
 
 
 class FakeFluxVCluster:
-    """Plays Flux's helm-controller, the vCluster chart's StatefulSets and their pods, vCluster
+    """Plays Flux's helm-controller, the vCluster chart's workloads (the control plane a
+    Deployment ``<release>``, etcd a StatefulSet ``<release>-etcd``) and their pods, vCluster
     itself (its kubeconfig Secret ``vc-<release>``) and External Secrets, one step per
     ``step()``: a release's new values are installed in one step, then one pod becomes ready
     (or is replaced, during a rolling update) per step and release, in the order the chart's
     pods come up: etcd to quorum, the first control-plane replica, then the rest alternately.
+
+    As helm-controller does (internal/reconcile/atomic_release.go): a failed install or
+    upgrade leaves ``observedGeneration`` where it was and is retried up to the release's
+    remediation ``retries``; then the release is ``Stalled`` (``RetriesExceeded``) and waits
+    for a new generation or a reset request. The workloads' rollout bookkeeping
+    (``currentRevision``/``updateRevision``) is kept in their status for both kinds; the
+    adapter reads a Deployment's ``updatedReplicas`` only.
     """
 
     def __init__(self, api: FakeKubernetes) -> None:
@@ -862,6 +874,7 @@ class FakeFluxVCluster:
         self.failing: dict[tuple[str, str], str] = {}
         self.held: dict[tuple[str, str], int] = {}  # unready pods per StatefulSet
         self.external_secrets: dict[tuple[str, str], tuple[bool, str]] = {}
+        self.source_down: set[tuple[str, str]] = set()
         # A real self-signed CA, as vCluster generates one (clients load it).
         self.ca_pem = base64.b64decode(new_cluster_ca("vcluster-ca", datetime.now(UTC))).decode()
 
@@ -872,26 +885,35 @@ class FakeFluxVCluster:
         self.failing[(namespace, release)] = message
 
     def heal(self, namespace: str, release: str) -> None:
+        """The cause of the failures is gone (a stalled release still waits for a reset)."""
         self.failing.pop((namespace, release), None)
-        hr = self.api.get("HelmRelease", release, namespace)
-        if hr is not None:  # Flux retries: a new attempt of the same generation
-            status = dict(hr.get("status") or {})
-            status.pop("lastAttemptedGeneration", None)
-            self.api.write_status("HelmRelease", release, namespace, status)
 
-    def degrade(self, namespace: str, statefulset: str, count: int) -> None:
-        """``count`` pods of ``statefulset`` become unready until ``recover``."""
-        sts = self.api.get("StatefulSet", statefulset, namespace)
-        assert sts is not None, statefulset
-        status = dict(sts["status"])
+    def lose_source(self, namespace: str, release: str) -> None:
+        """The chart's source becomes unavailable (``Ready=False``, ``SourceNotReady``)."""
+        self.source_down.add((namespace, release))
+
+    def restore_source(self, namespace: str, release: str) -> None:
+        self.source_down.discard((namespace, release))
+
+    def degrade(self, namespace: str, workload: str, count: int) -> None:
+        """``count`` pods of ``workload`` become unready until ``recover``."""
+        kind, found = self._workload(namespace, workload)
+        status = dict(found["status"])
         down = min(count, status.get("readyReplicas", 0))
-        self.held[(namespace, statefulset)] = self.held.get((namespace, statefulset), 0) + down
+        self.held[(namespace, workload)] = self.held.get((namespace, workload), 0) + down
         status["readyReplicas"] = status.get("readyReplicas", 0) - down
-        self.api.write_status("StatefulSet", statefulset, namespace, status)
+        self.api.write_status(kind, workload, namespace, status)
 
-    def recover(self, namespace: str, statefulset: str) -> None:
+    def recover(self, namespace: str, workload: str) -> None:
         """The unready pods restart: ready again one per step."""
-        self.held.pop((namespace, statefulset), None)
+        self.held.pop((namespace, workload), None)
+
+    def _workload(self, namespace: str, name: str) -> tuple[str, Object]:
+        for kind in ("Deployment", "StatefulSet"):
+            found = self.api.get(kind, name, namespace)
+            if found is not None:
+                return kind, found
+        raise AssertionError(f"no workload {name} in {namespace}")
 
     def set_external_secret(self, namespace: str, name: str, ready: bool, message: str) -> None:
         """What External Secrets reports for an ExternalSecret from now on."""
@@ -922,19 +944,36 @@ class FakeFluxVCluster:
             release = self.api.put(release)
         generation = release["metadata"]["generation"]
         status = dict(release.get("status") or {})
-        installed = bool(status.get("history"))
+        history = list(status.get("history") or [])
+        installed = any(snapshot["status"] in ("deployed", "superseded") for snapshot in history)
         action = "upgrade" if installed else "install"
-        if status.get("lastAttemptedGeneration") != generation:
+        reset = (metadata.get("annotations") or {}).get(RESET_AT)
+        if reset is not None and reset != status.get("lastHandledResetAt"):
+            # A reset request: the failure counts start again, the release is tried again.
+            status.update(lastHandledResetAt=reset, installFailures=0, upgradeFailures=0)
+            status["conditions"] = [
+                c for c in status.get("conditions") or [] if c["type"] != "Stalled"
+            ]
+            status.pop("lastAttemptedGeneration", None)
+        if _stalled(status) and status.get("lastAttemptedGeneration") == generation:
+            self.api.write_status("HelmRelease", name, namespace, status)
+            return  # waits for a new generation or a reset
+        if (namespace, name) in self.source_down:
+            # helm-controller: no artifact, no action; observedGeneration stays.
+            status["conditions"] = [
+                _condition("Ready", "False", "SourceNotReady", "HelmChart 'vcluster' is not ready"),
+                *[c for c in status.get("conditions") or [] if c["type"] != "Ready"],
+            ]
+            self.api.write_status("HelmRelease", name, namespace, status)
+            return
+        failure = self.failing.get((namespace, name))
+        retrying = _ready_reason(status).endswith("Failed") and not _stalled(status)
+        if status.get("lastAttemptedGeneration") != generation or retrying:
+            if status.get("lastAttemptedGeneration") != generation:
+                status.update(installFailures=0, upgradeFailures=0)
             status["lastAttemptedGeneration"] = generation
-            failure = self.failing.get((namespace, name))
             if failure is not None:
-                reason = "UpgradeFailed" if installed else "InstallFailed"
-                status["observedGeneration"] = generation
-                status["conditions"] = [
-                    _condition("Ready", "False", reason, f"Helm {action} failed: {failure}"),
-                    _condition("Released", "False", reason, f"Helm {action} failed: {failure}"),
-                ]
-                self.api.write_status("HelmRelease", name, namespace, status)
+                self._failed_attempt(release, status, action, failure)
                 return
             self._install(namespace, name, release)
             status["conditions"] = [
@@ -943,24 +982,20 @@ class FakeFluxVCluster:
             ]
             self.api.write_status("HelmRelease", name, namespace, status)
             return
-        if _dig(status, "conditions", default=[{}])[0].get("status") == "False":
-            return  # failed: waits for the next generation (or ``heal``)
-        self._pods(namespace, *self._statefulsets(namespace, name))
-        control_plane, etcd = self._statefulsets(namespace, name)
+        self._pods(namespace, *self._workloads(namespace, name))
+        control_plane, etcd = self._workloads(namespace, name)
         if control_plane["status"].get("readyReplicas", 0) >= 1:
-            self._kubeconfig_secret(namespace, name)
+            self._kubeconfig_secret(namespace, name, release)
         rolled_out = _rolled_out(control_plane) and _rolled_out(etcd)
         ready = _dig(status, "conditions", default=[{}])[0].get("status") == "True"
         if rolled_out and (status.get("observedGeneration") != generation or not ready):
             status["observedGeneration"] = generation
             status["history"] = [
-                {
-                    "chartName": _dig(release, "spec", "chart", "spec", "chart"),
-                    "chartVersion": _dig(release, "spec", "chart", "spec", "version"),
-                    "status": "deployed",
-                    "version": len(status.get("history") or []) + 1,
-                },
-                *(status.get("history") or []),
+                self._snapshot(release, "deployed", len(history) + 1),
+                *[
+                    {**old, "status": "superseded"} if old["status"] == "deployed" else old
+                    for old in history
+                ],
             ][:5]
             reason = f"{action.title()}Succeeded"
             status["conditions"] = [
@@ -969,8 +1004,43 @@ class FakeFluxVCluster:
             ]
             self.api.write_status("HelmRelease", name, namespace, status)
 
-    def _statefulsets(self, namespace: str, name: str) -> tuple[Object, Object]:
-        control_plane = self.api.get("StatefulSet", name, namespace)
+    def _failed_attempt(self, release: Object, status: Object, action: str, failure: str) -> None:
+        """One failed attempt: counted; past the remediation retries, the release stalls."""
+        metadata = release["metadata"]
+        counter = f"{action}Failures"
+        status[counter] = int(status.get(counter) or 0) + 1
+        history = list(status.get("history") or [])
+        status["history"] = [self._snapshot(release, "failed", len(history) + 1), *history][:5]
+        reason = f"{action.title()}Failed"
+        message = f"Helm {action} failed for release {metadata['namespace']}/{metadata['name']}"
+        status["conditions"] = [
+            _condition("Ready", "False", reason, f"{message}: {failure}"),
+            _condition("Released", "False", reason, f"{message}: {failure}"),
+        ]
+        retries = _dig(release, "spec", action, "remediation", "retries", default=0)
+        if status[counter] > retries:
+            status["observedGeneration"] = metadata["generation"]
+            status["conditions"].append(
+                _condition(
+                    "Stalled",
+                    "True",
+                    "RetriesExceeded",
+                    f"Failed to {action} after {status[counter]} attempt(s)",
+                )
+            )
+        self.api.write_status("HelmRelease", metadata["name"], metadata["namespace"], status)
+
+    @staticmethod
+    def _snapshot(release: Object, outcome: str, version: int) -> Object:
+        return {
+            "chartName": _dig(release, "spec", "chart", "spec", "chart"),
+            "chartVersion": _dig(release, "spec", "chart", "spec", "version"),
+            "status": outcome,
+            "version": version,
+        }
+
+    def _workloads(self, namespace: str, name: str) -> tuple[Object, Object]:
+        control_plane = self.api.get("Deployment", name, namespace)
         etcd = self.api.get("StatefulSet", f"{name}-etcd", namespace)
         assert control_plane is not None, name
         assert etcd is not None, name
@@ -980,49 +1050,44 @@ class FakeFluxVCluster:
         values = _dig(release, "spec", "values", default={})
         plane = _dig(values, "controlPlane", default={})
         tag = _dig(plane, "distro", "k8s", "image", "tag", default="v0.0.0")
-        labels = {"app": "vcluster", "release": name}
-        replicas = {
+        etcd_set = _dig(plane, "backingStore", "etcd", "deploy", "statefulSet", default={})
+        workloads = {
             name: (
+                "Deployment",
+                "vcluster",
                 _dig(plane, "statefulSet", "highAvailability", "replicas", default=1),
                 {
-                    "image": f"registry.k8s.io/kube-apiserver:{tag}",
+                    "image": f"ghcr.io/loft-sh/kubernetes:{tag}",
                     "resources": _dig(plane, "statefulSet", "resources", default={}),
                 },
             ),
             f"{name}-etcd": (
-                _dig(
-                    plane,
-                    "backingStore",
-                    "etcd",
-                    "deploy",
-                    "statefulSet",
-                    "highAvailability",
-                    "replicas",
-                    default=1,
-                ),
-                {"image": "registry.k8s.io/etcd:3.5.21-0"},
+                "StatefulSet",
+                "vcluster-etcd",
+                _dig(etcd_set, "highAvailability", "replicas", default=1),
+                {"image": "registry.k8s.io/etcd:3.6.4-0"},
             ),
         }
-        for sts_name, (count, container) in replicas.items():
+        for workload, (kind, app, count, container) in workloads.items():
+            labels = {"app": app, "release": name}
             template = {"spec": {"containers": [{"name": "syncer", **container}]}}
             digest = hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()
-            revision = f"{sts_name}-{digest[:10]}"
-            existing = self.api.get("StatefulSet", sts_name, namespace)
+            revision = f"{workload}-{digest[:10]}"
+            existing = self.api.get(kind, workload, namespace)
             status = dict((existing or {}).get("status") or {})
-            self.api.put(
+            spec: Object = {
+                "replicas": count,
+                "selector": {"matchLabels": labels},
+                "template": {"metadata": {"labels": labels}, **template},
+            }
+            if kind == "StatefulSet":
+                spec["serviceName"] = f"{workload}-headless"
+            stored = self.api.put(
                 {
                     "apiVersion": "apps/v1",
-                    "kind": "StatefulSet",
-                    "metadata": {"name": sts_name, "namespace": namespace, "labels": labels},
-                    "spec": {
-                        "replicas": count,
-                        "serviceName": f"{sts_name}-headless",
-                        "selector": {"matchLabels": {**labels, "component": sts_name}},
-                        "template": {
-                            "metadata": {"labels": {**labels, "component": sts_name}},
-                            **template,
-                        },
-                    },
+                    "kind": kind,
+                    "metadata": {"name": workload, "namespace": namespace, "labels": labels},
+                    "spec": spec,
                     "status": status,
                 }
             )
@@ -1031,24 +1096,29 @@ class FakeFluxVCluster:
                 replicas=count,
                 readyReplicas=min(status.get("readyReplicas", 0), count),
                 updateRevision=revision,
+                observedGeneration=stored["metadata"]["generation"],
             )
             if first or status.get("currentRevision") == revision:
                 status.update(currentRevision=revision, updatedReplicas=count)
             else:
                 status["updatedReplicas"] = 0
-            self.api.write_status("StatefulSet", sts_name, namespace, status)
-            for ordinal in range(count):
-                claim = f"data-{sts_name}-{ordinal}"
-                if self.api.get("PersistentVolumeClaim", claim, namespace) is None:
-                    self.api.put(
-                        {
-                            "apiVersion": "v1",
-                            "kind": "PersistentVolumeClaim",
-                            "metadata": {"name": claim, "namespace": namespace, "labels": labels},
-                            "spec": {"accessModes": ["ReadWriteOnce"]},
-                            "status": {"phase": "Bound"},
-                        }
-                    )
+            self.api.write_status(kind, workload, namespace, status)
+            if kind == "StatefulSet":
+                # volumeClaimTemplates: the claims carry the set's selector labels.
+                for ordinal in range(count):
+                    self._claim(namespace, f"data-{workload}-{ordinal}", labels)
+
+    def _claim(self, namespace: str, claim: str, labels: dict[str, str]) -> None:
+        if self.api.get("PersistentVolumeClaim", claim, namespace) is None:
+            self.api.put(
+                {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolumeClaim",
+                    "metadata": {"name": claim, "namespace": namespace, "labels": labels},
+                    "spec": {"accessModes": ["ReadWriteOnce"]},
+                    "status": {"phase": "Bound"},
+                }
+            )
 
     def _pods(self, namespace: str, control_plane: Object, etcd: Object) -> None:
         """One pod changes per step and release."""
@@ -1060,9 +1130,12 @@ class FakeFluxVCluster:
             status = sts["status"]
             return int(status["replicas"]) - held - int(status.get("readyReplicas", 0))
 
-        for status, sts_name in ((cp, cp_name), (et, etcd_name)):
+        for kind, status, workload in (
+            ("Deployment", cp, cp_name),
+            ("StatefulSet", et, etcd_name),
+        ):
             if status.get("currentRevision") != status.get("updateRevision"):
-                self._roll(namespace, sts_name, status)
+                self._roll(namespace, kind, workload, status)
                 return
         quorum = et["replicas"] // 2 + 1
         et_ready, cp_ready = et.get("readyReplicas", 0), cp.get("readyReplicas", 0)
@@ -1080,13 +1153,13 @@ class FakeFluxVCluster:
             return
         status = et if target == etcd_name else cp
         self.api.write_status(
-            "StatefulSet",
+            "StatefulSet" if target == etcd_name else "Deployment",
             target,
             namespace,
             {**status, "readyReplicas": status.get("readyReplicas", 0) + 1},
         )
 
-    def _roll(self, namespace: str, sts_name: str, status: Object) -> None:
+    def _roll(self, namespace: str, kind: str, sts_name: str, status: Object) -> None:
         """RollingUpdate: the highest old pod goes down, then comes back updated and ready."""
         status = dict(status)
         if (
@@ -1099,10 +1172,13 @@ class FakeFluxVCluster:
             status["updatedReplicas"] = status.get("updatedReplicas", 0) + 1
             if status["updatedReplicas"] >= status["replicas"]:
                 status["currentRevision"] = status["updateRevision"]
-        self.api.write_status("StatefulSet", sts_name, namespace, status)
+        self.api.write_status(kind, sts_name, namespace, status)
 
-    def _kubeconfig_secret(self, namespace: str, name: str) -> None:
+    def _kubeconfig_secret(self, namespace: str, name: str, release: Object) -> None:
+        """As vCluster writes it (pkg/util/kubeconfig/kubeconfig.go): the server is
+        ``exportKubeConfig.server``, else https://localhost:8443; labelled with its name."""
         secret_name = f"vc-{name}"
+        server = _dig(release, "spec", "values", "exportKubeConfig", "server", default="")
         if self.api.get("Secret", secret_name, namespace) is not None:
             return
         config = {
@@ -1112,7 +1188,7 @@ class FakeFluxVCluster:
                 {
                     "name": "my-vcluster",
                     "cluster": {
-                        "server": f"https://{name}.{namespace}:443",
+                        "server": server or "https://localhost:8443",
                         "certificate-authority-data": b64(self.ca_pem),
                     },
                 }
@@ -1133,7 +1209,7 @@ class FakeFluxVCluster:
                 "metadata": {
                     "name": secret_name,
                     "namespace": namespace,
-                    "labels": {"app": "vcluster", "release": name},
+                    "labels": {"app": "vcluster", "vcluster-name": name},
                 },
                 "type": "Opaque",
                 "data": {
@@ -1144,10 +1220,10 @@ class FakeFluxVCluster:
         )
 
     def _uninstall(self, namespace: str, name: str, release: Object) -> None:
-        """helm uninstall: the chart's StatefulSets go; PVCs and vCluster's Secret stay."""
-        for sts_name in (name, f"{name}-etcd"):
-            if self.api.get("StatefulSet", sts_name, namespace) is not None:
-                self.api.remove("StatefulSet", sts_name, namespace)
+        """helm uninstall: the chart's workloads go; PVCs and vCluster's Secret stay."""
+        for kind, workload in (("Deployment", name), ("StatefulSet", f"{name}-etcd")):
+            if self.api.get(kind, workload, namespace) is not None:
+                self.api.remove(kind, workload, namespace)
                 return  # one object per step
         metadata = release["metadata"]
         metadata["finalizers"] = [
@@ -1188,6 +1264,17 @@ def _synced_version(metadata: Object) -> str:
     """As External Secrets writes it: the generation, then a hash of labels and annotations."""
     meta = json.dumps([metadata.get("labels"), metadata.get("annotations")], sort_keys=True)
     return f"{metadata['generation']}-{hashlib.sha256(meta.encode()).hexdigest()[:16]}"
+
+
+def _ready_reason(status: Object) -> str:
+    ready = [c for c in status.get("conditions") or [] if c["type"] == "Ready"]
+    return str(ready[0].get("reason", "")) if ready else ""
+
+
+def _stalled(status: Object) -> bool:
+    return any(
+        c["type"] == "Stalled" and c["status"] == "True" for c in status.get("conditions") or []
+    )
 
 
 def _rolled_out(sts: Object) -> bool:

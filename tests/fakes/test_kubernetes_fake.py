@@ -66,7 +66,7 @@ metadata: {name: dev, namespace: tp-acme, labels: {release: dev}}
 spec:
   interval: 10m
   chart:
-    spec: {chart: vcluster, version: 0.26.0, sourceRef: {kind: HelmRepository, name: vcluster}}
+    spec: {chart: vcluster, version: 0.30.0, sourceRef: {kind: HelmRepository, name: vcluster}}
   values: {controlPlane: {statefulSet: {highAvailability: {replicas: 3}}}}
 ---
 apiVersion: external-secrets.io/v1

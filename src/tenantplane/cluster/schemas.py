@@ -2,15 +2,35 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import Field, StrictBool, ValidationInfo, field_validator
+from pydantic import AfterValidator, Field, StrictBool, ValidationInfo, field_validator
 
 from tenantplane.cluster.models import Cluster
 from tenantplane.cluster.quantity import BYTE_UNIT, CPU_UNIT, QuantityError, positive_amount
 from tenantplane.db.base import rfc3339
 from tenantplane.db.reads import ReadRow
-from tenantplane.http.names import ResourceName
+from tenantplane.http.names import RESOURCE_NAME_SCHEMA, check_resource_name
 from tenantplane.http.schemas import InputModel, OutputModel, UtcDateTime
 from tenantplane.http.text import DisplayText
+from tenantplane.providers.orchestrator import CLUSTER_NAME_MAX_LENGTH
+
+
+
+def _within_kubernetes_limit(value: str) -> str:
+    # Longer names make Kubernetes objects of a cluster invalid (docs/api.md, "Names").
+    if len(value) > CLUSTER_NAME_MAX_LENGTH:
+        raise ValueError(
+            f"must be at most {CLUSTER_NAME_MAX_LENGTH} characters: a cluster's name is part "
+            "of the names and labels of its Kubernetes objects"
+        )
+    return value
+
+
+ClusterName = Annotated[
+    str,
+    AfterValidator(check_resource_name),
+    AfterValidator(_within_kubernetes_limit),
+    Field(json_schema_extra={**RESOURCE_NAME_SCHEMA, "maxLength": CLUSTER_NAME_MAX_LENGTH}),
+]
 
 
 class ResourcesInput(InputModel):
@@ -35,7 +55,7 @@ class ResourcesInput(InputModel):
 
 
 class ClusterCreate(InputModel):
-    name: ResourceName
+    name: ClusterName
     # Deprecated: accepted and ignored (always equal to name in responses), but still text
     # a person typed, so it follows the same character policy.
     display_name: DisplayText | None = None

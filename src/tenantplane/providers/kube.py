@@ -15,8 +15,9 @@ from typing import Any, cast
 from lightkube import ApiError, AsyncClient, KubeConfig, codecs
 from lightkube.config.kubeconfig import SingleConfig
 from lightkube.generic_resource import create_global_resource, create_namespaced_resource
-from lightkube.resources.apps_v1 import StatefulSet
+from lightkube.resources.apps_v1 import Deployment, StatefulSet
 from lightkube.resources.core_v1 import (
+    LimitRange,
     Namespace,
     PersistentVolumeClaim,
     ResourceQuota,
@@ -49,10 +50,12 @@ ExternalSecret = create_namespaced_resource(
 KINDS: dict[str, Any] = {
     "Namespace": Namespace,
     "ResourceQuota": ResourceQuota,
+    "LimitRange": LimitRange,
     "NetworkPolicy": NetworkPolicy,
     "Secret": Secret,
     "PersistentVolumeClaim": PersistentVolumeClaim,
     "StatefulSet": StatefulSet,
+    "Deployment": Deployment,
     "HelmRepository": HelmRepository,
     "HelmRelease": HelmRelease,
     "ClusterSecretStore": ClusterSecretStore,

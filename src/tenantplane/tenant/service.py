@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tenantplane.db.reads import Reads
 from tenantplane.http.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from tenantplane.http.names import is_dns_label
+from tenantplane.providers.orchestrator import TENANT_NAME_MAX_LENGTH
 from tenantplane.member.emails import InvalidEmail, normalise_email
 from tenantplane.member.models import Member, Role
 from tenantplane.tenant.models import Plan, Tenant, TenantState
@@ -95,8 +96,12 @@ def reject_tenant_update(update: TenantUpdate) -> NoReturn:
 
 
 async def create(session: AsyncSession, name: str, plan: Plan, admin_email: str | None) -> Tenant:
-    if not is_dns_label(name, min_length=2):
-        raise ValidationFailed("tenant name must be DNS-safe, 2-63 characters", field="name")
+    if not is_dns_label(name, min_length=2) or len(name) > TENANT_NAME_MAX_LENGTH:
+        # Its clusters live in the namespace tp-<tenant>, a DNS label (docs/api.md, "Names").
+        raise ValidationFailed(
+            f"tenant name must be DNS-safe, 2-{TENANT_NAME_MAX_LENGTH} characters",
+            field="name",
+        )
     repository = TenantRepository.from_session(session)
     if await repository.get_by_name(name) is not None:
         raise Conflict(f"tenant {name} already exists")

@@ -28,7 +28,7 @@ from tests.fakes.kubernetes_fixtures import HostCluster
 
 CHART = ChartSettings(
     repository="https://charts.loft.sh",
-    version="0.26.0",
+    version="0.30.0",
     host_template="{cluster}-{tenant}.clusters.example.net",
     extra_values={"sync": {"toHost": {"ingresses": {"enabled": True}}}},
 )
@@ -110,22 +110,56 @@ async def test_create_lays_out_the_tenant_namespace_and_the_release(
     policy = api.get("NetworkPolicy", "tenant-isolation", "tp-acme")
     assert policy is not None
     assert policy["spec"]["ingress"] == [{"from": [{"podSelector": {}}]}]
+    # The API servers are reached from outside the namespace (ingress, worker, vault).
+    api_policy = api.get("NetworkPolicy", "control-plane-api", "tp-acme")
+    assert api_policy is not None
+    assert api_policy["spec"]["podSelector"] == {"matchLabels": {"app": "vcluster"}}
+    assert api_policy["spec"]["ingress"] == [{"ports": [{"protocol": "TCP", "port": 8443}]}]
+    # Containers without limits (synced workloads) get defaults: the quota admits them.
+    limits = api.get("LimitRange", "workload-defaults", "tp-acme")
+    assert limits is not None
+    assert limits["spec"]["limits"][0]["default"] == {"cpu": "1", "memory": "512Mi"}
     release = api.get("HelmRelease", "dev", "tp-acme")
     assert release is not None
     assert release["metadata"]["labels"]["tenantplane.io/cluster-uid"] == cluster.uid
     chart = release["spec"]["chart"]["spec"]
-    assert (chart["chart"], chart["version"]) == ("vcluster", "0.26.0")
+    assert (chart["chart"], chart["version"]) == ("vcluster", "0.30.0")
     values = release["spec"]["values"]
     plane = values["controlPlane"]
     assert plane["statefulSet"]["highAvailability"]["replicas"] == 3
-    assert plane["backingStore"]["etcd"]["deploy"] == {
-        "enabled": True,
-        "statefulSet": {"highAvailability": {"replicas": 3}},
-    }
+    etcd = plane["backingStore"]["etcd"]["deploy"]
+    assert etcd["enabled"] is True
+    assert etcd["statefulSet"]["highAvailability"] == {"replicas": 3}
     assert plane["distro"]["k8s"]["image"]["tag"] == "v1.33.5"
-    assert plane["statefulSet"]["resources"]["limits"] == {"cpu": "2", "memory": "4Gi"}
-    assert plane["statefulSet"]["persistence"]["volumeClaim"]["size"] == "20Gi"
+    # The cluster's 2 cpu / 4Gi: 3/8 to the API servers and 1/8 to etcd, over 3 replicas
+    # each, requests equal to limits; half of its 20Gi to etcd's volumes.
+    api_server = {"cpu": "250m", "memory": "512Mi"}
+    assert plane["statefulSet"]["resources"] == {"limits": api_server, "requests": api_server}
+    assert plane["distro"]["k8s"]["resources"] == {"limits": api_server, "requests": api_server}
+    etcd_member = {"cpu": "83m", "memory": "170Mi"}
+    assert etcd["statefulSet"]["resources"] == {"limits": etcd_member, "requests": etcd_member}
+    assert etcd["statefulSet"]["persistence"]["volumeClaim"]["size"] == "3413Mi"
+    assert plane["statefulSet"]["persistence"]["volumeClaim"] == {"enabled": False}
+    # HA: replicas on distinct nodes.
+    for workload, app in (
+        (plane["statefulSet"], "vcluster"),
+        (etcd["statefulSet"], "vcluster-etcd"),
+    ):
+        [term] = workload["scheduling"]["affinity"]["podAntiAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        ]
+        assert term == {
+            "labelSelector": {"matchLabels": {"app": app, "release": "dev"}},
+            "topologyKey": "kubernetes.io/hostname",
+        }
+    # Exposed through an ingress host of its own, named in the kubeconfig vCluster writes.
     assert plane["proxy"]["extraSANs"] == ["dev-acme.clusters.example.net"]
+    assert plane["ingress"] == {"enabled": True, "host": "dev-acme.clusters.example.net"}
+    assert values["exportKubeConfig"] == {"server": "https://dev-acme.clusters.example.net"}
+    assert values["policies"] == {
+        "resourceQuota": {"enabled": False},
+        "limitRange": {"enabled": False},
+    }
     assert values["sync"] == {"toHost": {"ingresses": {"enabled": True}}}  # extra values
     # Encryption at rest: the API server reads a key made for this cluster.
     [argument] = plane["distro"]["k8s"]["apiServer"]["extraArgs"]
@@ -167,7 +201,7 @@ async def test_ha_replicas_become_ready_one_at_a_time(
     assert last.stage == Stage.ready
     assert last.kubernetes_version == "v1.33.5"
     assert last.version == "1.33"
-    assert last.endpoint == "https://dev-acme.clusters.example.net:443"
+    assert last.endpoint == "https://dev-acme.clusters.example.net"
     ca = base64.b64decode(last.certificate_authority).decode()
     assert ca.startswith("-----BEGIN CERTIFICATE-----")
 
@@ -215,21 +249,70 @@ async def test_upgrade_rolls_the_control_plane_to_the_new_version(
     assert tag == "v1.34.1"
 
 
-async def test_a_failed_install_is_reported_with_its_reason(
+async def test_a_failed_install_is_retried_then_reported_once_flux_stalls(
     orchestrator: KubernetesOrchestrator,
     host_cluster: HostCluster,
 ) -> None:
     cluster = spec()
-    host_cluster.controllers.fail("tp-acme", "dev", "chart vcluster 0.26.0 not found")
-    await orchestrator.apply(cluster, UNFENCED)
-    host_cluster.controllers.step()
-    failed = await orchestrator.apply(cluster, UNFENCED)
+    host_cluster.controllers.fail("tp-acme", "dev", "chart vcluster 0.30.0 not found")
+    seen = [await orchestrator.apply(cluster, UNFENCED)]
+    for _ in range(4):  # the first attempt and the release's 3 remediation retries
+        host_cluster.controllers.step()
+        seen.append(await orchestrator.apply(cluster, UNFENCED))
+    # While Flux retries, the cluster is still being created, Flux's reason in the message.
+    assert [o.stage for o in seen[:-1]] == [Stage.creating] * 4
+    assert "InstallFailed" in seen[1].message
+    failed = seen[-1]
     assert failed.stage == Stage.failed
-    assert "InstallFailed" in failed.message
-    assert "chart vcluster 0.26.0 not found" in failed.message
+    assert "RetriesExceeded" in failed.message
+    # Flux does not try a stalled release again by itself...
     host_cluster.controllers.heal("tp-acme", "dev")
+    host_cluster.controllers.run(3)
+    assert (await orchestrator.apply(cluster, UNFENCED)).stage == Stage.failed
+    # ...until reset, as docs/kubernetes.md tells the operator to (flux reconcile --reset).
+    release = host_cluster.api.get("HelmRelease", "dev", "tp-acme")
+    assert release is not None
+    token = "2026-11-28T00:00:00Z"
+    release["metadata"]["annotations"] = {
+        "reconcile.fluxcd.io/requestedAt": token,
+        "reconcile.fluxcd.io/resetAt": token,
+    }
+    host_cluster.api.put(release)
+    recovered = await converge(orchestrator, host_cluster, cluster)
+    assert recovered[-1].stage == Stage.ready
+
+
+async def test_a_running_cluster_whose_chart_source_is_lost_stays_running(
+    orchestrator: KubernetesOrchestrator,
+    host_cluster: HostCluster,
+) -> None:
+    """helm-controller keeps ``observedGeneration`` when the source goes: not a failure."""
+    cluster = spec()
+    await converge(orchestrator, host_cluster, cluster)
+    host_cluster.controllers.lose_source("tp-acme", "dev")
+    host_cluster.controllers.step()
+    transient = await orchestrator.apply(cluster, UNFENCED)
+    assert transient.stage == Stage.ready
+    assert not transient.settled
+    assert "SourceNotReady" in transient.message
+    host_cluster.controllers.restore_source("tp-acme", "dev")
     seen = await converge(orchestrator, host_cluster, cluster)
     assert seen[-1].stage == Stage.ready
+
+
+async def test_names_too_long_for_kubernetes_fail_without_writing_anything(
+    orchestrator: KubernetesOrchestrator,
+    host_cluster: HostCluster,
+) -> None:
+    """Clusters named before the API's limits keep their names; on Kubernetes they fail."""
+    revision = host_cluster.api.revision
+    refused = await orchestrator.apply(spec("c" * 48), UNFENCED)
+    assert refused.stage == Stage.failed
+    assert "longer than 47 characters" in refused.message
+    long_tenant = replace(spec(), tenant="t" * 61)
+    assert "longer than 60" in (await orchestrator.apply(long_tenant, UNFENCED)).message
+    assert (await orchestrator.delete(spec("c" * 48), UNFENCED)).stage == Stage.gone
+    assert host_cluster.api.revision == revision
 
 
 async def test_delete_removes_release_volumes_secrets_then_the_last_namespace(
@@ -240,7 +323,7 @@ async def test_delete_removes_release_volumes_secrets_then_the_last_namespace(
     first, second = spec("dev"), spec("prod", high_availability=False)
     await converge(orchestrator, host_cluster, first)
     await converge(orchestrator, host_cluster, second)
-    assert len(api.list("PersistentVolumeClaim", "tp-acme")) == 8  # 3 + 3 + 1 + 1
+    assert len(api.list("PersistentVolumeClaim", "tp-acme")) == 4  # etcd's: 3 + 1
 
     async def delete(cluster: ClusterSpec) -> None:
         for _ in range(MAX_STEPS):
@@ -253,7 +336,6 @@ async def test_delete_removes_release_volumes_secrets_then_the_last_namespace(
     assert api.get("HelmRelease", "dev", "tp-acme") is None
     assert api.list("StatefulSet", "tp-acme") != []  # the other cluster's
     assert {c["metadata"]["name"] for c in api.list("PersistentVolumeClaim", "tp-acme")} == {
-        "data-prod-0",
         "data-prod-etcd-0",
     }
     names = {s["metadata"]["name"] for s in api.list("Secret", "tp-acme")}

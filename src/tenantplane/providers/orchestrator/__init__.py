@@ -18,6 +18,29 @@ if TYPE_CHECKING:
     from tenantplane.reconcile.fence import WriteFence
 
 
+# The longest names a cluster on Kubernetes can have (docs/api.md, "Names"): the etcd
+# StatefulSet "<cluster>-etcd" labels its pods "controller-revision-hash: <cluster>-etcd-<hash>"
+# (a label value, 63 at most, with a hash of up to 10), and the namespace "tp-<tenant>" is a
+# DNS label (63). Helm's release name (53) is then never the limit.
+CLUSTER_NAME_MAX_LENGTH = 47
+TENANT_NAME_MAX_LENGTH = 60
+
+
+def unrepresentable(cluster: str, tenant: str) -> str | None:
+    """Why a cluster of these names cannot exist on Kubernetes, if it cannot."""
+    if len(cluster) > CLUSTER_NAME_MAX_LENGTH:
+        return (
+            f"the cluster name {cluster!r} is longer than {CLUSTER_NAME_MAX_LENGTH} characters, "
+            "too long for the Kubernetes objects of a cluster; create a cluster with a shorter name"
+        )
+    if len(tenant) > TENANT_NAME_MAX_LENGTH:
+        return (
+            f"the tenant name {tenant!r} is longer than {TENANT_NAME_MAX_LENGTH} characters, "
+            "too long for its Kubernetes namespace"
+        )
+    return None
+
+
 @dataclass(frozen=True)
 class ClusterSpec:
     uid: str

@@ -13,13 +13,13 @@ database transaction and retries a failed call after its backoff. docs/kubernete
 from __future__ import annotations
 
 import base64
-import copy
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import structlog
+import yaml
 
 from tenantplane.providers.kube import (
     LABEL_CLUSTER,
@@ -28,11 +28,23 @@ from tenantplane.providers.kube import (
     LABEL_TENANT,
     Kube,
     Manifest,
-    condition,
     dig,
     tenant_namespace,
 )
-from tenantplane.providers.orchestrator import ClusterSpec, Observation, Replicas, Stage
+from tenantplane.providers.orchestrator import (
+    ClusterSpec,
+    Observation,
+    Replicas,
+    Stage,
+    unrepresentable,
+)
+from tenantplane.providers.orchestrator.flux import release_state
+from tenantplane.providers.orchestrator.vcluster_values import (
+    CONTROL_PLANE_LABEL,
+    kubernetes_version,
+    replicas_desired,
+    vcluster_values,
+)
 from tenantplane.reconcile.fence import WriteFence
 
 if TYPE_CHECKING:
@@ -40,8 +52,19 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger(__name__)
 
-ENCRYPTION_MOUNT = "/etc/vcluster-encryption"
 CHART_SOURCE = "vcluster"
+# What vCluster labels the Secrets it writes at run time with (vc-<cluster>, certificates):
+# pkg/setup/config.go. They are owned by the cluster's Service and go with it; deletion
+# removes any left over.
+VCLUSTER_NAME_LABEL = "vcluster-name"
+# Default limits for workload containers that name none (pods vCluster syncs into the tenant's
+# namespace): a quota on limits refuses a pod without them. As the chart's own LimitRange.
+WORKLOAD_DEFAULTS = {
+    "default": {"cpu": "1", "memory": "512Mi"},
+    "defaultRequest": {"cpu": "100m", "memory": "128Mi"},
+}
+# The port of the vCluster API server in its pods (the chart's Service targets it).
+API_SERVER_PORT = 8443
 
 
 @dataclass(frozen=True)
@@ -52,16 +75,16 @@ class ChartSettings:
     extra_values: dict[str, Any] = field(default_factory=dict)
 
 
-def replicas_desired(high_availability: bool) -> int:
-    return 3 if high_availability else 1
-
-
 class KubernetesOrchestrator:
     def __init__(self, kube: Kube, chart: ChartSettings) -> None:
         self.kube = kube
         self.chart = chart
 
     async def apply(self, spec: ClusterSpec, fence: WriteFence) -> Observation:
+        refused = unrepresentable(spec.name, spec.tenant)
+        if refused is not None:
+            # Nothing is written: the cluster shows Failed with this message.
+            return Observation(stage=Stage.failed, message=refused)
         # Each write under the lease, held just before it (reconcile/fence.py).
         namespace = tenant_namespace(spec.tenant)
         for manifest in tenant_manifests(spec, self.chart):
@@ -83,10 +106,14 @@ class KubernetesOrchestrator:
                 await fence.hold()
                 await self.kube.delete("HelmRelease", spec.name, namespace)
             return Observation(stage=Stage.deleting, message="uninstalling the vCluster release")
-        chart_labels = {"release": spec.name}
         await fence.hold()
-        left = await self.kube.delete_labelled("PersistentVolumeClaim", namespace, chart_labels)
-        left += await self.kube.delete_labelled("Secret", namespace, chart_labels)
+        # The etcd StatefulSet's claims carry its selector's labels (app, release).
+        left = await self.kube.delete_labelled(
+            "PersistentVolumeClaim", namespace, {"release": spec.name}
+        )
+        left += await self.kube.delete_labelled(
+            "Secret", namespace, {VCLUSTER_NAME_LABEL: spec.name}
+        )
         left += await self.kube.delete_labelled("Secret", namespace, {LABEL_CLUSTER_UID: spec.uid})
         if left:
             return Observation(stage=Stage.deleting, message="removing volumes and secrets")
@@ -99,7 +126,7 @@ class KubernetesOrchestrator:
     async def observe(self, spec: ClusterSpec) -> Observation:
         namespace = tenant_namespace(spec.tenant)
         release = await self.kube.get("HelmRelease", spec.name, namespace)
-        control_plane = await self.kube.get("StatefulSet", spec.name, namespace)
+        control_plane = await self.kube.get("Deployment", spec.name, namespace)
         etcd = await self.kube.get("StatefulSet", f"{spec.name}-etcd", namespace)
         kubeconfig = await self.kube.get("Secret", f"vc-{spec.name}", namespace)
         return observation_of(spec, self.chart, release, control_plane, etcd, kubeconfig)
@@ -126,12 +153,32 @@ def tenant_manifests(spec: ClusterSpec, chart: ChartSettings) -> list[Manifest]:
             "apiVersion": "networking.k8s.io/v1",
             "kind": "NetworkPolicy",
             "metadata": {"name": "tenant-isolation", **metadata},
-            # Default deny: only pods of this namespace may connect to its pods.
+            # Default deny: only pods of this namespace may connect to its pods (etcd, the
+            # tenant's workloads)...
             "spec": {
                 "podSelector": {},
                 "policyTypes": ["Ingress"],
                 "ingress": [{"from": [{"podSelector": {}}]}],
             },
+        },
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": {"name": "control-plane-api", **metadata},
+            # ...except the clusters' API servers, which must be reached from outside it:
+            # by the ingress controller, the worker (secret sync) and the vault (TokenReview).
+            # They authenticate every request themselves.
+            "spec": {
+                "podSelector": {"matchLabels": {"app": CONTROL_PLANE_LABEL}},
+                "policyTypes": ["Ingress"],
+                "ingress": [{"ports": [{"protocol": "TCP", "port": API_SERVER_PORT}]}],
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "LimitRange",
+            "metadata": {"name": "workload-defaults", **metadata},
+            "spec": {"limits": [{"type": "Container", **WORKLOAD_DEFAULTS}]},
         },
         {
             "apiVersion": "source.toolkit.fluxcd.io/v1",
@@ -187,70 +234,6 @@ def encryption_secret(spec: ClusterSpec, namespace: str) -> Manifest:
     }
 
 
-def external_host(spec: ClusterSpec, template: str) -> str:
-    return template.format(
-        cluster=spec.name, tenant=spec.tenant, namespace=tenant_namespace(spec.tenant)
-    )
-
-
-def kubernetes_version(spec: ClusterSpec) -> str:
-    return f"v{spec.version}.{spec.patch}"
-
-
-def vcluster_values(spec: ClusterSpec, chart: ChartSettings) -> dict[str, Any]:
-    replicas = replicas_desired(spec.high_availability)
-    resources = {"cpu": spec.cpu, "memory": spec.memory}
-    platform: dict[str, Any] = {
-        "controlPlane": {
-            "distro": {
-                "k8s": {
-                    "enabled": True,
-                    "image": {"tag": kubernetes_version(spec)},
-                    "apiServer": {
-                        "extraArgs": [
-                            f"--encryption-provider-config={ENCRYPTION_MOUNT}/config.yaml"
-                        ]
-                    },
-                }
-            },
-            "statefulSet": {
-                "highAvailability": {"replicas": replicas},
-                "resources": {"limits": resources, "requests": resources},
-                "persistence": {
-                    "volumeClaim": {"size": spec.storage},
-                    "addVolumes": [
-                        {"name": "encryption", "secret": {"secretName": f"{spec.name}-encryption"}}
-                    ],
-                    "addVolumeMounts": [
-                        {"name": "encryption", "mountPath": ENCRYPTION_MOUNT, "readOnly": True}
-                    ],
-                },
-            },
-            "backingStore": {
-                "etcd": {
-                    "deploy": {
-                        "enabled": True,
-                        "statefulSet": {"highAvailability": {"replicas": replicas}},
-                    }
-                }
-            },
-            "proxy": {"extraSANs": [external_host(spec, chart.host_template)]},
-        }
-    }
-    return deep_merge(chart.extra_values, platform)
-
-
-def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    """``override`` over ``base``, maps merged key by key (the platform's values win)."""
-    merged = copy.deepcopy(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = deep_merge(merged[key], value)
-        else:
-            merged[key] = copy.deepcopy(value)
-    return merged
-
-
 def helm_release(spec: ClusterSpec, namespace: str, chart: ChartSettings) -> Manifest:
     return {
         "apiVersion": "helm.toolkit.fluxcd.io/v2",
@@ -280,34 +263,36 @@ def helm_release(spec: ClusterSpec, namespace: str, chart: ChartSettings) -> Man
 # -- observation ----------------------------------------------------------------------------
 
 
-def _replicas(statefulset: Manifest | None, desired: int) -> Replicas:
-    if statefulset is None:
+def _replicas(workload: Manifest | None, desired: int) -> Replicas:
+    if workload is None:
         return Replicas(desired, 0)
-    return Replicas(desired, int(dig(statefulset, "status", "readyReplicas", default=0) or 0))
+    return Replicas(desired, int(dig(workload, "status", "readyReplicas", default=0) or 0))
 
 
-def _rolling(statefulset: Manifest | None) -> bool:
-    if statefulset is None:
+def _rolling(workload: Manifest | None) -> bool:
+    """A Deployment or StatefulSet whose pods are not all of its current template yet."""
+    if workload is None:
         return False
-    status = statefulset.get("status") or {}
-    return bool(status.get("updateRevision")) and status.get("currentRevision") != status.get(
-        "updateRevision"
-    )
+    status = workload.get("status") or {}
+    if status.get("observedGeneration") != workload["metadata"].get("generation"):
+        return True
+    if workload["kind"] == "StatefulSet":
+        update = status.get("updateRevision")
+        return bool(update) and status.get("currentRevision") != update
+    wanted = dig(workload, "spec", "replicas", default=1)
+    return int(status.get("updatedReplicas") or 0) < int(wanted) or int(
+        status.get("replicas") or 0
+    ) > int(wanted)
 
 
-def _released(release: Manifest) -> bool:
-    """The release's current values have been installed successfully (Ready, up to date)."""
-    ready = condition(release, "Ready")
-    observed = dig(release, "status", "observedGeneration")
-    return ready.get("status") == "True" and observed == release["metadata"].get("generation")
-
-
-def _failure(release: Manifest) -> str | None:
-    ready = condition(release, "Ready")
-    observed = dig(release, "status", "observedGeneration")
-    if ready.get("status") == "False" and observed == release["metadata"].get("generation"):
-        return f"{ready.get('reason', 'Failed')}: {ready.get('message', '')}"
-    return None
+def _kubeconfig_server(kubeconfig: Manifest) -> str:
+    """The server in vCluster's kubeconfig (``exportKubeConfig.server`` once it applies)."""
+    encoded = (kubeconfig.get("data") or {}).get("config")
+    if not encoded:
+        return ""
+    config = yaml.safe_load(base64.b64decode(encoded)) or {}
+    clusters = config.get("clusters") or [{}]
+    return str(dig(clusters[0], "cluster", "server", default="") or "")
 
 
 def observation_of(
@@ -329,44 +314,42 @@ def observation_of(
         "etcdReplicasReady": etcd.ready,
         "allocatable": {"cpu": spec.cpu, "memory": spec.memory, "storage": spec.storage},
     }
-    base = Observation(stage=Stage.creating, control_plane=control_plane, etcd=etcd)
+    base = Observation(
+        stage=Stage.creating, control_plane=control_plane, etcd=etcd, metrics=metrics
+    )
     if release is None:
-        return _with(base, message="waiting for the release", metrics=metrics)
+        return _with(base, message="waiting for the release")
     if "deletionTimestamp" in release["metadata"]:
         return _with(base, stage=Stage.deleting, message=f"deleting: {replicas}")
-    failure = _failure(release)
-    if failure is not None:
-        return _with(base, stage=Stage.failed, message=failure, metrics=metrics)
-    installed_before = bool(dig(release, "status", "history"))
-    released = _released(release)
-    rolling = _rolling(control_plane_set) or _rolling(etcd_set)
-    serving = kubeconfig is not None and (installed_before or base.api_available)
+    state = release_state(release)
+    if state.stalled is not None:
+        return _with(base, stage=Stage.failed, message=f"Flux stopped: {state.stalled}")
+    server = _kubeconfig_server(kubeconfig) if kubeconfig is not None else ""
+    serving = bool(server) and (state.installed or base.api_available)
     if not serving:
-        progress = condition(release, "Ready").get("message") or "installing"
-        return _with(base, message=f"{progress}: {replicas}", metrics=metrics)
-    data = kubeconfig.get("data") or {} if kubeconfig is not None else {}
-    endpoint = f"https://{external_host(spec, chart.host_template)}:443"
-    upgrading = installed_before and (not released or rolling)
-    if upgrading:
+        return _with(base, message=f"{state.progress}: {replicas}")
+    certificate_authority = (kubeconfig or {}).get("data", {}).get("certificate-authority", "")
+    connection = {"endpoint": server, "certificate_authority": certificate_authority}
+    rolling = _rolling(control_plane_set) or _rolling(etcd_set)
+    if state.installed and (not state.current or rolling):
         return _with(
             base,
             stage=Stage.upgrading,
-            endpoint=endpoint,
-            certificate_authority=data.get("certificate-authority", ""),
             message=f"upgrading to {kubernetes_version(spec)}: {replicas}",
-            metrics=metrics,
+            **connection,
         )
     fully_up = control_plane.ready == desired and etcd.ready == desired
+    # Released, or the last release still serving while Flux retries a transient error
+    # (its source or artifact unavailable): Running, not settled, Flux's word in the message.
+    message = replicas if state.released else f"{replicas}; Flux: {state.progress}"
     return _with(
         base,
         stage=Stage.ready,
         version=spec.version,
         kubernetes_version=kubernetes_version(spec),
-        endpoint=endpoint,
-        certificate_authority=data.get("certificate-authority", ""),
-        settled=released and fully_up,
-        message=replicas,
-        metrics=metrics,
+        settled=state.released and fully_up,
+        message=message,
+        **connection,
     )
 
 
@@ -377,8 +360,6 @@ def _with(observation: Observation, **changes: Any) -> Observation:
 
 
 def chart_settings(settings: Settings) -> ChartSettings:
-    import yaml
-
     extra: dict[str, Any] = {}
     if settings.vcluster_values_file is not None:
         loaded = yaml.safe_load(settings.vcluster_values_file.read_text(encoding="utf-8"))
