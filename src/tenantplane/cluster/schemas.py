@@ -14,7 +14,6 @@ from tenantplane.http.text import DisplayText
 from tenantplane.providers.orchestrator import CLUSTER_NAME_MAX_LENGTH
 
 
-
 def _within_kubernetes_limit(value: str) -> str:
     # Longer names make Kubernetes objects of a cluster invalid (docs/api.md, "Names").
     if len(value) > CLUSTER_NAME_MAX_LENGTH:
