@@ -136,9 +136,9 @@ async def test_dedicated_type_is_rejected_with_its_code(
 
 
 @pytest.mark.parametrize(
-    "name", ["a", "A1", "Dev", "-dev", "dev-", "dev_1", "dev.1", "x" * 64, "", " dev", 7]
+    "name", ["a", "A1", "Dev", "-dev", "dev-", "dev_1", "dev.1", "x" * 48, "", " dev", 7]
 )
-async def test_names_must_be_dns_labels_of_2_to_63(
+async def test_names_must_be_dns_labels_of_2_to_47(
     client: httpx.AsyncClient, factory: Factory, name: object
 ) -> None:
     tenant = await factory.tenant()
@@ -147,15 +147,33 @@ async def test_names_must_be_dns_labels_of_2_to_63(
     assert response.json()["field"] == "name"
 
 
-async def test_name_is_required_and_63_characters_fit(
+async def test_name_is_required_and_47_characters_fit(
     client: httpx.AsyncClient, factory: Factory
 ) -> None:
+    """47: the longest name whose Kubernetes objects are valid (docs/api.md, "Names")."""
     tenant = await factory.tenant()
     missing = await post(client, tenant.path, tenant.admin_key, {})
     assert missing.status_code == 400
     assert missing.json()["field"] == "name"
-    await create_cluster(client, tenant.path, tenant.admin_key, "a" * 63)
+    await create_cluster(client, tenant.path, tenant.admin_key, "a" * 47)
     await create_cluster(client, tenant.path, tenant.admin_key, "0a")
+    too_long = await post(client, tenant.path, tenant.admin_key, {"name": "b" * 48})
+    assert too_long.status_code == 400
+    assert "at most 47 characters" in too_long.json()["message"]
+    listed = await client.get(f"{tenant.path}/clusters", headers=bearer(tenant.admin_key))
+    assert sorted(item["name"] for item in listed.json()["items"]) == ["0a", "a" * 47]
+
+
+async def test_a_cluster_named_before_the_limit_is_still_served(
+    client: httpx.AsyncClient, factory: Factory
+) -> None:
+    tenant = await factory.tenant()
+    old = await factory.cluster_row(tenant.id, "c" * 63)
+    path = f"{tenant.path}/clusters/{old.name}"
+    found = await client.get(path, headers=bearer(tenant.admin_key))
+    assert found.status_code == 200
+    assert found.json()["name"] == old.name
+    assert (await client.delete(path, headers=bearer(tenant.admin_key))).status_code == 202
 
 
 async def test_unknown_fields_and_wrong_types_are_400(

@@ -3,6 +3,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from tenantplane.http.errors import ValidationFailed
 from tests.factories import Factory
 from tests.http_client import bearer
 
@@ -86,3 +87,10 @@ async def test_invalid_tenant_name_is_400(client: httpx.AsyncClient, factory: Fa
         assert response.status_code == 400, name
         assert response.json()["code"] == "INVALID_NAME"
         assert response.json()["field"] == "tenant"
+
+
+async def test_tenant_names_fit_their_kubernetes_namespace(factory: Factory) -> None:
+    """A tenant's clusters live in the namespace tp-<tenant>, a DNS label of 63 at most."""
+    await factory.tenant("t" * 60)
+    with pytest.raises(ValidationFailed, match="2-60 characters"):
+        await factory.tenant("u" * 61)
