@@ -35,10 +35,11 @@ test-system: uv test-deps
 	$(UV) run pytest tests/system -m system -s -p no:randomly --durations=0 $(PYTEST_ARGS)
 
 # Real Kubernetes (tests/kubernetes, deselected by `make test`): etcd, kube-apiserver, the
-# controller manager, the scheduler and kwok (nodes without containers), built once from their
-# Go modules into a cache outside the tree (scripts/testbed); one bed serves the whole run.
+# controller manager, the scheduler and kwok (nodes without containers), Flux's controllers
+# with the vCluster chart, External Secrets and OpenBao, built once from their Go modules into
+# a cache outside the tree (scripts/testbed); one bed serves the whole run.
 test-kubernetes: install
-	scripts/testbed build
+	scripts/testbed build --all
 	$(UV) run pytest tests/kubernetes -m kubernetes -p no:randomly $(PYTEST_ARGS)
 
 lint: install
