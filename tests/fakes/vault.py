@@ -10,7 +10,12 @@ What it implements (https://developer.hashicorp.com/vault/api-docs/secret/kv/kv-
 - ``LIST /v1/<mount>/metadata/<folder>`` (also ``GET …?list=true``): the keys directly under
   the folder, sub-folders with a trailing ``/``: ``{"data":{"keys":[...]}}``; 404 when empty;
 - ``GET /v1/sys/mounts``: the KV v2 mounts;
-- an unknown mount is 404 ``no handler for route``, as Vault answers with a privileged token.
+- an unknown mount is 404 ``no handler for route``, as Vault answers with a privileged token;
+- what a per-cluster Kubernetes auth mount needs
+  (https://developer.hashicorp.com/vault/api-docs/system/auth,
+  .../system/policies, .../auth/kubernetes): ``GET /v1/sys/auth``, ``POST|DELETE
+  /v1/sys/auth/<path>``, ``GET|POST /v1/auth/<path>/config`` and ``/role/<name>``,
+  ``GET|PUT|DELETE /v1/sys/policies/acl/<name>``, kept as written (nothing is enforced).
 
 It records every request (method and path) so that tests can prove which endpoints were used,
 and the client port of each, so that they can count the connections a client opened.
@@ -96,6 +101,9 @@ class FakeVault:
     def __init__(self, token: str | None = None) -> None:
         self.token = token or f"hvs.{uuid.uuid4().hex}"
         self.mounts: dict[str, dict[str, Entry]] = {}
+        # Auth mounts: path -> {"type", "description", "config", "roles": {name: body}}.
+        self.auth_mounts: dict[str, dict[str, Any]] = {}
+        self.policies: dict[str, str] = {}
         self.requests: list[tuple[str, str]] = []
         self.client_ports: set[int] = set()
         self.server: uvicorn.Server | None = None
@@ -175,6 +183,8 @@ class FakeVault:
             return JSONResponse(PERMISSION_DENIED, status_code=403)
         if route in {"sys/mounts", "sys/mounts/"} and request.method == "GET":
             return self._mounts()
+        if route.startswith(("sys/auth", "auth/", "sys/policies/acl/")):
+            return await self._auth(request, route)
         mount, _, rest = route.partition("/")
         kind, _, path = rest.partition("/")
         entries = self.mounts.get(mount)
@@ -207,6 +217,60 @@ class FakeVault:
             for mount in self.mounts
         }
         return JSONResponse({**mounts, "data": mounts})
+
+    async def _auth(self, request: Request, route: str) -> Response:
+        method = request.method
+        body = await request.json() if method in {"POST", "PUT"} else {}
+        if route.rstrip("/") == "sys/auth" and method == "GET":
+            listed = {
+                f"{path}/": {"type": mount["type"], "description": mount["description"]}
+                for path, mount in self.auth_mounts.items()
+            }
+            return JSONResponse({**listed, "data": listed})
+        if route.startswith("sys/auth/"):
+            path = route.removeprefix("sys/auth/").strip("/")
+            if method == "DELETE":
+                self.auth_mounts.pop(path, None)
+                return Response(status_code=204)
+            if path in self.auth_mounts:
+                return JSONResponse({"errors": ["path is already in use"]}, status_code=400)
+            self.auth_mounts[path] = {
+                "type": body["type"],
+                "description": body.get("description", ""),
+                "config": None,
+                "roles": {},
+            }
+            return Response(status_code=204)
+        if route.startswith("sys/policies/acl/"):
+            name = route.removeprefix("sys/policies/acl/")
+            if method == "DELETE":
+                self.policies.pop(name, None)
+                return Response(status_code=204)
+            if method == "PUT" or method == "POST":
+                self.policies[name] = body["policy"]
+                return Response(status_code=204)
+            if name not in self.policies:
+                return JSONResponse({"errors": []}, status_code=404)
+            return _ok({"name": name, "policy": self.policies[name]})
+        path, _, rest = route.removeprefix("auth/").partition("/")
+        mount = self.auth_mounts.get(path)
+        if mount is None:
+            return _no_handler(method, route)
+        if rest == "config":
+            if method == "POST":
+                mount["config"] = body
+                return Response(status_code=204)
+            if mount["config"] is None:
+                return JSONResponse({"errors": []}, status_code=404)
+            return _ok(dict(mount["config"]))
+        name = rest.removeprefix("role/")
+        if method == "POST":
+            policies = body.get("token_policies") or body.get("policies") or []
+            mount["roles"][name] = {**body, "token_policies": policies, "policies": policies}
+            return Response(status_code=204)
+        if name not in mount["roles"]:
+            return JSONResponse({"errors": []}, status_code=404)
+        return _ok(dict(mount["roles"][name]))
 
     def _list(self, entries: dict[str, Entry], folder: str) -> JSONResponse:
         prefix = folder if not folder or folder.endswith("/") else f"{folder}/"

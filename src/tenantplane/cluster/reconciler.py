@@ -4,7 +4,9 @@ load: the spec as of now (and whether deletion was requested); act: ``apply`` or
 on the orchestrator, with no session open; apply: write the observed status under the lease,
 record phase changes in the history, and schedule the next look (one simulator step while
 something is in progress, the resync interval once settled, at once when the spec changed
-meanwhile).
+meanwhile). With External Secrets syncing, the cluster's own Kubernetes auth mount in the vault
+(``providers/vault/cluster_auth.py``) is ensured each time the cluster is seen serving, before
+it is recorded Running, and removed first when it is deleted.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.schema import Table
@@ -31,12 +33,16 @@ from tenantplane.providers.orchestrator import (
     Orchestrator,
     Stage,
 )
+from tenantplane.providers.sync import ClusterRef
 from tenantplane.reconcile.fence import Fence, hold_each
 from tenantplane.reconcile.lease import GuardedWrite, LeaseGuard, update_each
 from tenantplane.reconcile.registry import ReconcileContext
 from tenantplane.reconcile.runner import Reconciler
 from tenantplane.secret.service import clusters_changed
 from tenantplane.tenant.models import Tenant
+
+if TYPE_CHECKING:
+    from tenantplane.providers.vault.cluster_auth import ClusterAuth
 
 CLUSTERS = "clusters"
 
@@ -66,8 +72,10 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
         batch_size: int = 64,
         lease_seconds: float = 30.0,
         retry_seconds: float = 5.0,
+        cluster_auth: ClusterAuth | None = None,
     ) -> None:
         self.orchestrator = orchestrator
+        self.cluster_auth = cluster_auth
         # With an orchestrator that takes many calls at once (the simulator: one transaction),
         # the rows of a fetch are read, acted on and written together: many clusters
         # provisioning at once cost three transactions per batch instead of per row. Calls
@@ -122,9 +130,17 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
         return {"cpu": limits.cpu, "memory": limits.memory, "storage": limits.storage}
 
     async def act(self, snapshot: ClusterWork, fence: Fence) -> Observation:
+        spec = snapshot.spec
+        ref = ClusterRef(spec.uid, spec.name, "", "", tenant=spec.tenant)
         if snapshot.deleting:
-            return await self.orchestrator.delete(snapshot.spec, fence)
-        return await self.orchestrator.apply(snapshot.spec, fence)
+            if self.cluster_auth is not None:
+                # Nothing logs in through the cluster's vault auth once it is being deleted.
+                await self.cluster_auth.remove(ref, fence)
+            return await self.orchestrator.delete(spec, fence)
+        observed = await self.orchestrator.apply(spec, fence)
+        if self.cluster_auth is not None and observed.stage in (Stage.ready, Stage.upgrading):
+            await self.cluster_auth.ensure(ref, fence)
+        return observed
 
     async def act_batch(
         self, snapshots: Sequence[ClusterWork], fences: Sequence[Fence]
@@ -334,4 +350,21 @@ def build_cluster_reconciler(context: ReconcileContext) -> Reconciler[Any, Any] 
         batch_size=settings.reconcile_batch_size,
         lease_seconds=settings.reconcile_lease_seconds,
         retry_seconds=settings.cluster_retry_seconds,
+        cluster_auth=build_auth(context),
     )
+
+
+def build_auth(context: ReconcileContext) -> ClusterAuth | None:
+    """The clusters' vault auth mounts, when External Secrets syncs into them."""
+    settings = context.settings
+    if settings.sync_provider != "external-secrets":
+        return None
+    from tenantplane.providers.kube import Kube, client_for, load_kubeconfig
+    from tenantplane.providers.vault.cluster_auth import build_cluster_auth
+
+    config = load_kubeconfig(settings.kubeconfig, settings.kubernetes_context)
+    host = Kube(client_for(config, settings.kubernetes_timeout_seconds))
+    auth = build_cluster_auth(settings, host)
+    context.close_on_stop(auth.aclose)
+    context.close_on_stop(host.aclose)
+    return auth

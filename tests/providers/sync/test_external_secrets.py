@@ -53,7 +53,7 @@ async def sync(host_cluster: HostCluster) -> AsyncIterator[ExternalSecretsSync]:
     assert observed.stage == Stage.ready
     settings = StoreSettings(
         vault_server="https://vault.example.net:8200",
-        auth_mount="kubernetes",
+        auth_mount_template="k8s-{tenant}-{uid}",
         role_template="tenant-{tenant}",
         refresh_interval="15m",
         server_template=host_cluster.url,  # the fake is the tenant cluster too
@@ -75,7 +75,22 @@ async def test_a_copy_is_pending_until_external_secrets_reports_it_synced(
     vault = store["spec"]["provider"]["vault"]
     assert vault["server"] == "https://vault.example.net:8200"
     assert (vault["path"], vault["version"]) == ("tenant-acme", "v2")
-    assert vault["auth"] == {"kubernetes": {"mountPath": "kubernetes", "role": "tenant-acme"}}
+    # The cluster's own auth mount, and a token requested for tenantplane's service account:
+    # External Secrets may run outside any pod (docs/kubernetes.md).
+    assert vault["auth"] == {
+        "kubernetes": {
+            "mountPath": f"k8s-acme-{CLUSTER.uid}",
+            "role": "tenant-acme",
+            "serviceAccountRef": {"name": "tenantplane-vault", "namespace": "tenantplane-system"},
+        }
+    }
+    assert api.get("ServiceAccount", "tenantplane-vault", "tenantplane-system") is not None
+    binding = api.get("ClusterRoleBinding", "tenantplane-vault-auth-delegator")
+    assert binding is not None
+    assert binding["roleRef"]["name"] == "system:auth-delegator"  # the vault reviews its JWT
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "tenantplane-vault", "namespace": "tenantplane-system"}
+    ]
     external = api.get("ExternalSecret", "db-creds", "payments")
     assert external is not None
     assert external["metadata"]["labels"]["tenantplane.io/owner-uid"] == OWNER

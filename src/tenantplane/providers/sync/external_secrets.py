@@ -3,7 +3,12 @@
 A tenant cluster (a vCluster) is reached through the kubeconfig vCluster writes into the
 host cluster (Secret ``vc-<cluster>`` in ``tp-<tenant>``). In it, per tenant, one
 ``ClusterSecretStore`` points at the tenant's KV v2 mount of the vault and logs in with
-Kubernetes auth under the tenant's role; per copy, an ``ExternalSecret`` in the target
+Kubernetes auth through the cluster's own auth mount (``providers/vault/cluster_auth.py``)
+under the tenant's role, with a token External Secrets requests (TokenRequest) for the service
+account it names (``serviceAccountRef``: External Secrets may run outside any pod, and its own
+account is not the one the role binds); tenantplane creates that account and lets it review
+tokens (``system:auth-delegator``: the vault has it review its own). Per copy, an
+``ExternalSecret`` in the target
 namespace names the vault path and the Secret to write. External Secrets then fetches the
 value itself: no value passes through tenantplane. The copy's status is the
 ExternalSecret's ``Ready`` condition. docs/kubernetes.md.
@@ -11,12 +16,9 @@ ExternalSecret's ``Ready`` condition. docs/kubernetes.md.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-
-import yaml
 
 from tenantplane.providers.kube import (
     LABEL_MANAGED_BY,
@@ -29,6 +31,7 @@ from tenantplane.providers.kube import (
     tenant_namespace,
 )
 from tenantplane.providers.sync import ClusterRef, CopySpec, SyncError, SyncPending
+from tenantplane.providers.vault.cluster_auth import auth_mount, vcluster_kubeconfig
 from tenantplane.reconcile.fence import WriteFence
 
 if TYPE_CHECKING:
@@ -40,12 +43,15 @@ STORE_NAME = "tenantplane-vault"
 @dataclass(frozen=True)
 class StoreSettings:
     vault_server: str
-    auth_mount: str
+    auth_mount_template: str  # the cluster's own auth mount: {tenant}, {cluster}, {uid}
     role_template: str
     refresh_interval: str
     server_template: str  # how to reach a tenant cluster ("" = vCluster's kubeconfig)
     host_template: str
     timeout_seconds: float
+    # The service account External Secrets logs in as (serviceAccountRef), in the cluster.
+    service_account: str = "tenantplane-vault"
+    service_account_namespace: str = "tenantplane-system"
 
 
 class ExternalSecretsSync:
@@ -57,8 +63,11 @@ class ExternalSecretsSync:
         tenant_cluster = await self._tenant_cluster(cluster)
         try:
             # Each write under the lease, held just before it (reconcile/fence.py).
+            for manifest in self.login_account(copy.tenant):
+                await fence.hold()
+                await tenant_cluster.apply(manifest)
             await fence.hold()
-            await tenant_cluster.apply(self.secret_store(copy))
+            await tenant_cluster.apply(self.secret_store(cluster, copy))
             await fence.hold()
             await tenant_cluster.apply(_namespace(copy))
             before = await tenant_cluster.get("ExternalSecret", copy.name, copy.namespace)
@@ -94,7 +103,35 @@ class ExternalSecretsSync:
 
     # -- manifests ---------------------------------------------------------------------------
 
-    def secret_store(self, copy: CopySpec) -> Manifest:
+    def login_account(self, tenant: str) -> list[Manifest]:
+        """The service account External Secrets logs in as, allowed to review tokens."""
+        labels = {LABEL_MANAGED_BY: "tenantplane", LABEL_TENANT: tenant}
+        name, namespace = self.settings.service_account, self.settings.service_account_namespace
+        return [
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": namespace, "labels": labels},
+            },
+            {
+                "apiVersion": "v1",
+                "kind": "ServiceAccount",
+                "metadata": {"name": name, "namespace": namespace, "labels": labels},
+            },
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": f"{name}-auth-delegator", "labels": labels},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": "system:auth-delegator",
+                },
+                "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+            },
+        ]
+
+    def secret_store(self, cluster: ClusterRef, copy: CopySpec) -> Manifest:
         return {
             "apiVersion": "external-secrets.io/v1",
             "kind": "ClusterSecretStore",
@@ -110,8 +147,12 @@ class ExternalSecretsSync:
                         "version": "v2",
                         "auth": {
                             "kubernetes": {
-                                "mountPath": self.settings.auth_mount,
+                                "mountPath": auth_mount(self.settings.auth_mount_template, cluster),
                                 "role": self.settings.role_template.format(tenant=copy.tenant),
+                                "serviceAccountRef": {
+                                    "name": self.settings.service_account,
+                                    "namespace": self.settings.service_account_namespace,
+                                },
                             }
                         },
                     }
@@ -144,13 +185,12 @@ class ExternalSecretsSync:
 
     async def _tenant_cluster(self, cluster: ClusterRef) -> Kube:
         namespace = tenant_namespace(cluster.tenant)
-        secret = await self.host.get("Secret", f"vc-{cluster.name}", namespace)
-        if secret is None:
-            raise SyncPending(f"cluster {cluster.name!r} has no kubeconfig yet")
-        encoded = (secret.get("data") or {}).get("config")
-        if not encoded:
-            raise SyncError(f"the kubeconfig Secret of cluster {cluster.name!r} has no config")
-        config = yaml.safe_load(base64.b64decode(encoded))
+        try:
+            config, _ = await vcluster_kubeconfig(self.host, cluster)
+        except LookupError as exc:
+            raise SyncPending(str(exc)) from None
+        except ValueError as exc:
+            raise SyncError(str(exc)) from None
         server = None
         if self.settings.server_template:
             host = self.settings.host_template.format(
@@ -191,8 +231,10 @@ def build_external_secrets(
     host = Kube(client_for(config, settings.kubernetes_timeout_seconds))
     store = StoreSettings(
         vault_server=settings.vault_addr,
-        auth_mount=settings.vault_kubernetes_auth_mount,
+        auth_mount_template=settings.vault_kubernetes_auth_mount_template,
         role_template=settings.vault_kubernetes_role_template,
+        service_account=settings.external_secrets_service_account,
+        service_account_namespace=settings.external_secrets_service_account_namespace,
         refresh_interval=settings.external_secrets_refresh_interval,
         server_template=settings.vcluster_server_template,
         host_template=settings.cluster_host_template,
