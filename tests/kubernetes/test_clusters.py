@@ -1,0 +1,357 @@
+"""Clusters through the HTTP API with TENANTPLANE_ORCHESTRATOR=kubernetes on the bed: the
+real API server and controllers, Flux installing the real vCluster chart from the bed's Helm
+repository, kwok playing the pods. vCluster itself cannot run without containers: a stand-in
+writes what it writes at run time, its kubeconfig Secret, pointing at the bed's stand-in
+tenant cluster (a real API server)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import subprocess
+import threading
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from lightkube import ApiError, Client
+from lightkube.models.meta_v1 import ObjectMeta, OwnerReference
+from lightkube.resources.apps_v1 import Deployment
+from lightkube.resources.core_v1 import Namespace, Pod, ResourceQuota, Secret, Service
+
+from tenantplane.db.engine import Database
+from tenantplane.providers.kube import HelmRelease
+from tests.cluster.polling import create_cluster, gone, poll, status_matches
+from tests.factories import Factory
+from tests.http_client import bearer
+from tests.kubernetes.conftest import Bed
+from tests.tenant.conftest import Operated, operated
+
+pytestmark = [
+    pytest.mark.kubernetes,
+    # PostgreSQL, as in production; the bed is what is under test here, not the database.
+    pytest.mark.parametrize("database_url", ["postgresql"], indirect=True),
+]
+
+# Helm waits for the chart's workloads; kwok makes pods ready within seconds.
+DEADLINE = 240.0
+
+
+def as_manifest(resource: Any) -> dict[str, Any]:
+    """A generic resource (lightkube's, untyped) as the dict it holds."""
+    document: dict[str, Any] = resource.to_dict()
+    return document
+
+
+class VClusterStandIn:
+    """Writes ``vc-<release>`` as vCluster's syncer does once its control plane is up
+    (loft-sh/vcluster pkg/util/kubeconfig/kubeconfig.go, pkg/setup/config.go): keys ``config``
+    (a kubeconfig whose server is ``exportKubeConfig.server``, else https://localhost:8443) and
+    ``certificate-authority``, labelled ``app=vcluster``, ``vcluster-name=<release>`` and owned
+    by the release's Service (so it goes when the chart is uninstalled). The kubeconfig's
+    credentials are those of the bed's stand-in tenant cluster, which it then reaches."""
+
+    def __init__(self, bed: Bed) -> None:
+        self.client = bed.client()
+        tenant_cluster = yaml.safe_load(bed.tenant_cluster_kubeconfig.read_text())
+        self.ca_pem = base64.b64decode(
+            tenant_cluster["clusters"][0]["cluster"]["certificate-authority-data"]
+        )
+        self.user = tenant_cluster["users"][0]["user"]
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> VClusterStandIn:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(timeout=10)
+        self.client.close()
+
+    def _run(self) -> None:
+        while not self.stop.wait(0.5):
+            for release in self.client.list(HelmRelease, namespace="*"):
+                try:
+                    self._write_for(as_manifest(release))
+                except ApiError as error:
+                    if error.status.code not in (404, 409):
+                        raise
+
+    def _write_for(self, release: dict[str, Any]) -> None:
+        name, namespace = release["metadata"]["name"], release["metadata"]["namespace"]
+        control_plane = self.client.get(Deployment, name, namespace=namespace)
+        if not (control_plane.status and control_plane.status.readyReplicas):
+            return
+        service = self.client.get(Service, name, namespace=namespace)
+        values = release["spec"].get("values") or {}
+        server = (values.get("exportKubeConfig") or {}).get("server") or "https://localhost:8443"
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "my-vcluster",
+                    "cluster": {
+                        "server": server,
+                        "certificate-authority-data": base64.b64encode(self.ca_pem).decode(),
+                    },
+                }
+            ],
+            "users": [{"name": "my-vcluster", "user": self.user}],
+            "contexts": [
+                {
+                    "name": "my-vcluster",
+                    "context": {"cluster": "my-vcluster", "user": "my-vcluster"},
+                }
+            ],
+            "current-context": "my-vcluster",
+        }
+        assert service.metadata is not None
+        assert service.metadata.uid is not None
+        self.client.create(
+            Secret(
+                metadata=ObjectMeta(
+                    name=f"vc-{name}",
+                    namespace=namespace,
+                    labels={"app": "vcluster", "vcluster-name": name},
+                    ownerReferences=[
+                        OwnerReference(
+                            apiVersion="v1", kind="Service", name=name, uid=service.metadata.uid
+                        )
+                    ],
+                ),
+                data={
+                    "config": base64.b64encode(yaml.safe_dump(config).encode()).decode(),
+                    "certificate-authority": base64.b64encode(self.ca_pem).decode(),
+                },
+            )
+        )
+
+
+@pytest.fixture
+def stand_in(bed: Bed) -> Iterator[VClusterStandIn]:
+    with VClusterStandIn(bed) as running:
+        yield running
+
+
+@pytest.fixture
+def kube(bed: Bed) -> Iterator[Client]:
+    with bed.client() as client:
+        yield client
+
+
+def tenant_cluster_port(bed: Bed) -> str:
+    config = yaml.safe_load(bed.tenant_cluster_kubeconfig.read_text())
+    return str(config["clusters"][0]["cluster"]["server"]).rsplit(":", 1)[1]
+
+
+@pytest.fixture
+async def platform(
+    database: Database, database_url: str, tmp_path: Path, bed: Bed, stand_in: VClusterStandIn
+) -> AsyncIterator[Operated]:
+    async for value in operated(
+        database_url,
+        tmp_path,
+        orchestrator="kubernetes",
+        kubeconfig=bed.kubeconfig,
+        vcluster_chart_repository=bed.chart_repository,
+        # Every cluster's ingress host is "localhost", its kubeconfig's server the stand-in
+        # tenant cluster: the endpoint the API reports is one a client can reach.
+        cluster_host_template=f"localhost:{tenant_cluster_port(bed)}",
+        kubernetes_poll_seconds=0.5,
+        cluster_retry_seconds=0.5,
+        cluster_resync_seconds=2.0,
+    ):
+        yield value
+
+
+async def wait_for(platform: Operated, path: str, key: str, what: str, **status: Any) -> Any:
+    response = await poll(
+        platform.client,
+        path,
+        bearer(key),
+        status_matches(**status),
+        what,
+        deadline=DEADLINE,
+        interval=0.5,
+    )
+    return response.json()
+
+
+def running_on(prefix: str) -> Any:
+    def check(response: Any) -> bool:
+        status = response.json().get("status", {}) if response.status_code == 200 else {}
+        return status.get("phase") == "Running" and str(
+            status.get("kubernetesVersion", "")
+        ).startswith(prefix)
+
+    return check
+
+
+def pods_of(kube: Client, namespace: str, **labels: str) -> list[Pod]:
+    return list(kube.list(Pod, namespace=namespace, labels=dict(labels.items()) or None))
+
+
+async def test_clusters_up_to_the_plan_pool_run_upgrade_resize_and_go(
+    platform: Operated,
+    factory: Factory,
+    kube: Client,
+    bed: Bed,
+    stand_in: VClusterStandIn,
+    tmp_path: Path,
+) -> None:
+    tenant = await factory.tenant()  # starter: 8 cpu, 16Gi, 200Gi
+    namespace = f"tp-{tenant.name}"
+    key = tenant.admin_key
+    # Exactly the plan's pool between them, HA included: the API admits both...
+    await create_cluster(
+        platform.client,
+        tenant.path,
+        key,
+        "solo",
+        resources={"cpu": "2", "memory": "4Gi", "storage": "50Gi"},
+    )
+    await create_cluster(
+        platform.client,
+        tenant.path,
+        key,
+        "trio",
+        highAvailability=True,
+        resources={"cpu": "6", "memory": "12Gi", "storage": "150Gi"},
+    )
+    # ...and the namespace's quota admits every pod they run.
+    trio = await wait_for(
+        platform, f"{tenant.path}/clusters/trio", key, "trio Running, HA", haPhase="ha-healthy"
+    )
+    solo = await wait_for(platform, f"{tenant.path}/clusters/solo", key, "solo", phase="Running")
+    status = trio["status"]
+    assert (status["haReplicasReady"], status["haEtcdReplicasReady"]) == (3, 3)
+    assert status["haConfigured"] is True
+    assert status["haEnabledAt"]
+    pods = pods_of(kube, namespace)
+    assert len(pods) == 1 + 1 + 3 + 3
+    assert all(pod.status is not None and pod.status.phase == "Running" for pod in pods)
+    quota = kube.get(ResourceQuota, "plan", namespace=namespace)
+    assert quota.status is not None
+    assert quota.status.used is not None
+    assert quota.status.hard == {
+        "limits.cpu": "8",
+        "limits.memory": "16Gi",
+        "requests.storage": "200Gi",
+    }
+    # HA: each replica on a node of its own.
+    for app in ("vcluster", "vcluster-etcd"):
+        nodes = {
+            pod.spec.nodeName
+            for pod in pods_of(kube, namespace, app=app, release="trio")
+            if pod.spec
+        }
+        assert len(nodes) == 3, (app, nodes)
+
+    # The endpoint and CA are what the cluster serves: a client reaches it with them.
+    details = await platform.client.get(
+        f"{tenant.path}/clusters/solo/connection-details", headers=bearer(key)
+    )
+    assert details.status_code == 200, details.text
+    endpoint, ca = details.json()["endpoint"], details.json()["certificateAuthority"]
+    assert solo["status"]["endpoint"] == endpoint
+    assert endpoint == f"https://localhost:{tenant_cluster_port(bed)}"
+    ca_file = tmp_path / "ca.crt"
+    ca_file.write_bytes(base64.b64decode(ca))
+    # With the credentials of the kubeconfig vCluster wrote (an admin's token here).
+    token = stand_in.user["token"]
+    version = await asyncio.to_thread(
+        subprocess.run,
+        [
+            *("kubectl", "--server", endpoint, "--certificate-authority", str(ca_file)),
+            *("--token", token, "get", "--raw", "/version"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert version.returncode == 0, version.stderr
+    assert '"gitVersion"' in version.stdout
+
+    # One minor version up, then a resize: each a new release, rolled by the real controllers.
+    path = f"{tenant.path}/clusters/trio"
+    current = await platform.client.get(path, headers=bearer(key))
+    upgraded = await platform.client.patch(
+        path, json={"version": "1.34"}, headers={**bearer(key), "If-Match": current.headers["ETag"]}
+    )
+    assert upgraded.status_code == 200, upgraded.text
+    await poll(
+        platform.client,
+        path,
+        bearer(key),
+        running_on("v1.34."),
+        "upgraded to 1.34",
+        deadline=DEADLINE,
+        interval=0.5,
+    )
+    release = as_manifest(kube.get(HelmRelease, "trio", namespace=namespace))
+    assert release["spec"]["values"]["controlPlane"]["distro"]["k8s"]["image"]["tag"].startswith(
+        "v1.34."
+    )
+
+    solo_path = f"{tenant.path}/clusters/solo"
+    current = await platform.client.get(solo_path, headers=bearer(key))
+    resized = await platform.client.patch(
+        solo_path,
+        json={"resources": {"cpu": "1", "memory": "2Gi"}},
+        headers={**bearer(key), "If-Match": current.headers["ETag"]},
+    )
+    assert resized.status_code == 200, resized.text
+
+    def syncer_cpu() -> str:
+        deployment = kube.get(Deployment, "solo", namespace=namespace)
+        assert deployment.spec is not None
+        assert deployment.spec.template.spec is not None
+        [syncer] = [c for c in deployment.spec.template.spec.containers if c.name == "syncer"]
+        assert syncer.resources is not None
+        assert syncer.resources.limits is not None
+        return str(syncer.resources.limits["cpu"])
+
+    # Released by Flux with the new share (3/8 of 1 cpu), rolled, Running again.
+    await poll_until(lambda: syncer_cpu() == "375m", "the resized control plane released")
+    await wait_for(platform, solo_path, key, "resized", phase="Running")
+
+    # Deleted, nothing is left in the host: the namespace goes with the last cluster.
+    for name in ("solo", "trio"):
+        deleted = await platform.client.delete(
+            f"{tenant.path}/clusters/{name}", headers=bearer(key)
+        )
+        assert deleted.status_code in (200, 202), deleted.text
+    for name in ("solo", "trio"):
+        await poll(
+            platform.client,
+            f"{tenant.path}/clusters/{name}",
+            bearer(key),
+            gone,
+            f"{name} gone",
+            deadline=DEADLINE,
+            interval=0.5,
+        )
+
+    def namespace_gone() -> bool:
+        try:
+            kube.get(Namespace, namespace)
+        except ApiError as error:
+            return error.status.code == 404
+        return False
+
+    await poll_until(namespace_gone, "the tenant's namespace gone")
+
+
+async def poll_until(check: Any, what: str) -> None:
+    loop = asyncio.get_running_loop()
+    give_up = loop.time() + DEADLINE
+    while not check():
+        if loop.time() > give_up:
+            pytest.fail(f"not within {DEADLINE:.0f}s: {what}")
+        await asyncio.sleep(0.5)
