@@ -1,6 +1,7 @@
 """The Kubernetes test bed: real etcd, kube-apiserver, kube-controller-manager, kube-scheduler
-and kwok (nodes and kubelets played without containers), started once per test session by
-``scripts/testbed`` and stopped at its end.
+and kwok (nodes and kubelets played without containers), Flux's source-controller and
+helm-controller and a Helm repository serving the vCluster chart, started once per test session
+by ``scripts/testbed`` and stopped at its end.
 
 These tests are marked ``kubernetes`` and left out of ``make test`` (pyproject's addopts
 deselect them); ``make test-kubernetes`` builds the bed once into a cache and runs them.
@@ -34,6 +35,11 @@ class Bed:
     @property
     def kubeconfig(self) -> Path:
         return self.directory / "kubeconfig"
+
+    @property
+    def chart_repository(self) -> str:
+        """The URL of the loopback Helm repository that serves the vCluster chart."""
+        return (self.directory / "chart-repository").read_text().strip()
 
     @property
     def tenant_cluster_kubeconfig(self) -> Path:
