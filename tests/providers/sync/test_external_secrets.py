@@ -17,7 +17,7 @@ from tenantplane.providers.sync.external_secrets import ExternalSecretsSync, Sto
 from tenantplane.reconcile.fence import UNFENCED
 from tests.fakes.kubernetes_fixtures import HostCluster
 
-CHART = ChartSettings("https://charts.loft.sh", "0.26.0", "{cluster}-{tenant}.example.net")
+CHART = ChartSettings("https://charts.loft.sh", "0.30.0", "{cluster}-{tenant}.example.net")
 CLUSTER = ClusterSpec(
     uid=uuid.uuid4().hex,
     name="dev",
