@@ -20,6 +20,7 @@ from lightkube import ApiError, Client
 from lightkube.models.meta_v1 import ObjectMeta, OwnerReference
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import Namespace, Pod, ResourceQuota, Secret, Service
+from lightkube.types import PatchType
 
 from tenantplane.db.engine import Database
 from tenantplane.providers.kube import HelmRelease
@@ -192,6 +193,23 @@ def running_on(prefix: str) -> Any:
     return check
 
 
+def not_ready(kube: Client, pod: str, namespace: str) -> None:
+    """The pod's Ready condition False, written to its status as a kubelet writes it."""
+    current = kube.get(Pod, pod, namespace=namespace)
+    assert current.status is not None
+    conditions = [
+        {"type": c.type, "status": "False" if c.type in ("Ready", "ContainersReady") else c.status}
+        for c in current.status.conditions or []
+    ]
+    kube.patch(
+        Pod.Status,
+        pod,
+        {"status": {"conditions": conditions}},
+        namespace=namespace,
+        patch_type=PatchType.MERGE,
+    )
+
+
 def pods_of(kube: Client, namespace: str, **labels: str) -> list[Pod]:
     return list(kube.list(Pod, namespace=namespace, labels=dict(labels.items()) or None))
 
@@ -243,14 +261,34 @@ async def test_clusters_up_to_the_plan_pool_run_upgrade_resize_and_go(
         "limits.memory": "16Gi",
         "requests.storage": "200Gi",
     }
-    # HA: each replica on a node of its own.
+    # HA: each replica on a node of its own, required by the pods' anti-affinity.
     for app in ("vcluster", "vcluster-etcd"):
-        nodes = {
-            pod.spec.nodeName
-            for pod in pods_of(kube, namespace, app=app, release="trio")
-            if pod.spec
-        }
-        assert len(nodes) == 3, (app, nodes)
+        replicas = pods_of(kube, namespace, app=app, release="trio")
+        assert len({pod.spec.nodeName for pod in replicas if pod.spec}) == 3, app
+        for pod in replicas:
+            assert pod.spec is not None
+            assert pod.spec.affinity is not None
+            assert pod.spec.affinity.podAntiAffinity is not None
+            [term] = (
+                pod.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution
+                or []
+            )
+            assert term.topologyKey == "kubernetes.io/hostname"
+
+    # A control-plane pod reported NotReady (as kwok, the kubelet here, would report it):
+    # degraded; the pod replaced by its Deployment and made ready by kwok: healthy again.
+    [first, *_] = pods_of(kube, namespace, app="vcluster", release="trio")
+    assert first.metadata is not None
+    assert first.metadata.name is not None
+    not_ready(kube, first.metadata.name, namespace)
+    degraded = await wait_for(
+        platform, f"{tenant.path}/clusters/trio", key, "trio degraded", haPhase="ha-degraded"
+    )
+    assert degraded["status"]["haReplicasReady"] == 2
+    kube.delete(Pod, first.metadata.name, namespace=namespace)
+    await wait_for(
+        platform, f"{tenant.path}/clusters/trio", key, "trio healthy again", haPhase="ha-healthy"
+    )
 
     # The endpoint and CA are what the cluster serves: a client reaches it with them.
     details = await platform.client.get(
