@@ -302,8 +302,8 @@ async def test_another_tenants_cluster_cannot_read_the_first_tenants_path(
         ]
         return denied[0] if denied else None
 
-    denied = await eventually(refused, "External Secrets is refused")
-    print(f"External Secrets: {denied[:400]}")
+    refusal = await eventually(refused, "External Secrets is refused")
+    print(f"External Secrets: {refusal[:400]}")
     found = await tenant_cluster.get("ExternalSecret", "stolen", "app")
     assert condition(found or {}, "Ready").get("status") == "False"
     assert await tenant_cluster.get("Secret", "stolen", "app") is None
