@@ -115,6 +115,11 @@ class Settings(BaseSettings):
     vcluster_chart_repository: str = "https://charts.loft.sh"
     vcluster_chart_version: str = "0.30.0"
     vcluster_values_file: Path | None = None
+    # How long Helm waits for a release's workloads to be ready before the attempt fails
+    # (HelmRelease spec.timeout; Flux retries a failed attempt 3 times, then stalls).
+    vcluster_release_timeout: str = Field(
+        default="10m", pattern=r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"
+    )
     # The clusters' external API host: {cluster}, {tenant} and {namespace} are replaced.
     cluster_host_template: str = "{cluster}-{tenant}.clusters.example.com"
     # How tenantplane reaches a tenant cluster's API (secret sync): the server written in

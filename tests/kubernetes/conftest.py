@@ -14,9 +14,13 @@ import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from lightkube import AsyncClient, Client, KubeConfig
+
+if TYPE_CHECKING:
+    from tests.kubernetes.vcluster_stand_in import VClusterStandIn
 
 TESTBED = Path(__file__).resolve().parents[2] / "scripts" / "testbed"
 FIELD_MANAGER = "tenantplane-tests"
@@ -86,3 +90,12 @@ def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bed]:
         yield Bed(directory)
     finally:
         subprocess.run([TESTBED, "stop", directory], check=True, timeout=120)
+
+
+@pytest.fixture
+def stand_in(bed: Bed) -> Iterator[VClusterStandIn]:
+    """vCluster's kubeconfig Secret written for every release whose control plane is up."""
+    from tests.kubernetes.vcluster_stand_in import VClusterStandIn
+
+    with VClusterStandIn(bed) as running:
+        yield running

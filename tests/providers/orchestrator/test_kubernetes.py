@@ -124,6 +124,8 @@ async def test_create_lays_out_the_tenant_namespace_and_the_release(
     assert release["metadata"]["labels"]["tenantplane.io/cluster-uid"] == cluster.uid
     chart = release["spec"]["chart"]["spec"]
     assert (chart["chart"], chart["version"]) == ("vcluster", "0.30.0")
+    assert release["spec"]["timeout"] == "10m"  # Helm's wait for the workloads
+    assert release["spec"]["install"] == {"remediation": {"retries": 3}}
     values = release["spec"]["values"]
     plane = values["controlPlane"]
     assert plane["statefulSet"]["highAvailability"]["replicas"] == 3
@@ -377,6 +379,7 @@ async def test_api_server_throttling_errors_and_timeouts_fail_the_call_then_pass
         ({"orchestrator": "kubernetes", "kubeconfig": "/nonexistent/kubeconfig"}, "not a file"),
         ({"sync_provider": "external-secrets", "vault_addr": "http://v"}, "ORCHESTRATOR"),
         ({"orchestrator": "kubernetes", "sync_provider": "external-secrets"}, "VAULT_ADDR"),
+        ({"vcluster_release_timeout": "ten minutes"}, "vcluster_release_timeout"),
     ],
 )
 def test_kubernetes_settings_that_cannot_work_are_refused(

@@ -73,6 +73,7 @@ class ChartSettings:
     version: str
     host_template: str
     extra_values: dict[str, Any] = field(default_factory=dict)
+    release_timeout: str = "10m"
 
 
 class KubernetesOrchestrator:
@@ -245,6 +246,7 @@ def helm_release(spec: ClusterSpec, namespace: str, chart: ChartSettings) -> Man
         },
         "spec": {
             "interval": "10m",
+            "timeout": chart.release_timeout,
             "releaseName": spec.name,
             "chart": {
                 "spec": {
@@ -371,6 +373,7 @@ def chart_settings(settings: Settings) -> ChartSettings:
         version=settings.vcluster_chart_version,
         host_template=settings.cluster_host_template,
         extra_values=extra,
+        release_timeout=settings.vcluster_release_timeout,
     )
 
 

@@ -1,0 +1,154 @@
+"""How the orchestrator reads real Flux when a release fails (helm-controller on the bed):
+Provisioning while Flux retries, Failed once it stalls, and the documented recovery: a reset
+(``flux reconcile helmrelease --reset``) once the cause is gone; and names the objects cannot
+carry, refused before anything is written."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+from lightkube import Client
+from lightkube.resources.core_v1 import Namespace, Node
+from lightkube.types import PatchType
+
+from tenantplane.providers.kube import HelmRelease, Kube, client_for, load_kubeconfig
+from tenantplane.providers.orchestrator import ClusterSpec, Observation, Stage
+from tenantplane.providers.orchestrator.kubernetes import ChartSettings, KubernetesOrchestrator
+from tenantplane.reconcile.fence import UNFENCED
+from tests.kubernetes.conftest import Bed
+from tests.kubernetes.vcluster_stand_in import VClusterStandIn
+
+pytestmark = pytest.mark.kubernetes
+
+# A label no node carries until the test gives it one: the control plane cannot be scheduled.
+MISSING_LABEL = "tenantplane.test/capacity"
+LOOK_SECONDS = 1.0
+DEADLINE = 240.0
+
+
+@pytest.fixture
+def kube(bed: Bed) -> Iterator[Client]:
+    with bed.client() as client:
+        yield client
+
+
+def chart(bed: Bed, **values: object) -> ChartSettings:
+    return ChartSettings(
+        repository=bed.chart_repository,
+        version="0.30.0",
+        host_template="{cluster}.{tenant}.clusters.test",
+        extra_values=dict(values),
+        release_timeout="10s",
+    )
+
+
+@pytest.fixture
+async def host(bed: Bed) -> AsyncIterator[Kube]:
+    kube = Kube(client_for(load_kubeconfig(bed.kubeconfig, None), 10.0))
+    yield kube
+    await kube.aclose()
+
+
+def cluster(name: str = "dev", tenant: str | None = None) -> ClusterSpec:
+    return ClusterSpec(
+        uid=uuid.uuid4().hex,
+        name=name,
+        tenant=tenant or f"t{uuid.uuid4().hex[:8]}",
+        version="1.34",
+        patch=1,
+        high_availability=False,
+        cpu="1",
+        memory="2Gi",
+        storage="10Gi",
+        pool={"cpu": "8", "memory": "16Gi", "storage": "200Gi"},
+    )
+
+
+async def until(
+    orchestrator: KubernetesOrchestrator, spec: ClusterSpec, stage: str
+) -> list[Observation]:
+    """Apply and look again each second until ``stage``: the observations on the way."""
+    seen: list[Observation] = []
+    for _ in range(int(DEADLINE / LOOK_SECONDS)):
+        seen.append(await orchestrator.apply(spec, UNFENCED))
+        if seen[-1].stage == stage:
+            return seen
+        await asyncio.sleep(LOOK_SECONDS)
+    pytest.fail(f"never {stage}; last: {seen[-1]}")
+
+
+async def test_a_stalled_release_is_failed_until_reset_after_its_cause_is_gone(
+    bed: Bed, host: Kube, kube: Client, stand_in: VClusterStandIn
+) -> None:
+    unschedulable = {
+        "controlPlane": {"statefulSet": {"scheduling": {"nodeSelector": {MISSING_LABEL: "yes"}}}}
+    }
+    orchestrator = KubernetesOrchestrator(host, chart(bed, **unschedulable))
+    spec = cluster()
+    namespace = f"tp-{spec.tenant}"
+    seen = await until(orchestrator, spec, Stage.failed)
+    # Flux's attempts time out (the pod is never scheduled) and are retried: meanwhile the
+    # cluster is still being created, with Flux's word; then Flux stops.
+    assert {o.stage for o in seen[:-1]} <= {Stage.creating}
+    failed = seen[-1].message
+    assert "RetriesExceeded" in failed, failed
+    assert "InstallFailed" in failed or "context deadline exceeded" in failed, failed
+    # The cause goes (a node now has the label), yet Flux does not try again by itself...
+    node = next(iter(kube.list(Node)))
+    assert node.metadata is not None
+    assert node.metadata.name is not None
+    kube.patch(Node, node.metadata.name, {"metadata": {"labels": {MISSING_LABEL: "yes"}}})
+    try:
+        still = [await orchestrator.apply(spec, UNFENCED) for _ in range(3)]
+        assert [o.stage for o in still] == [Stage.failed] * 3
+        # ...until the operator resets it (what flux reconcile helmrelease --reset writes).
+        token = uuid.uuid4().hex
+        kube.patch(
+            HelmRelease,
+            spec.name,
+            {
+                "metadata": {
+                    "annotations": {
+                        "reconcile.fluxcd.io/requestedAt": token,
+                        "reconcile.fluxcd.io/resetAt": token,
+                    }
+                }
+            },
+            namespace=namespace,
+            patch_type=PatchType.MERGE,
+        )
+        recovered = await until(orchestrator, spec, Stage.ready)
+        assert recovered[-1].endpoint == f"https://{spec.name}.{spec.tenant}.clusters.test"
+    finally:
+        kube.patch(Node, node.metadata.name, {"metadata": {"labels": {MISSING_LABEL: None}}})
+        await deleted(orchestrator, spec)
+
+
+async def deleted(orchestrator: KubernetesOrchestrator, spec: ClusterSpec) -> None:
+    for _ in range(int(DEADLINE / LOOK_SECONDS)):
+        if (await orchestrator.delete(spec, UNFENCED)).stage == Stage.gone:
+            return
+        await asyncio.sleep(LOOK_SECONDS)
+    pytest.fail(f"{spec.name} not deleted")
+
+
+async def test_names_the_objects_cannot_carry_are_refused_before_any_write(
+    bed: Bed, host: Kube, kube: Client, stand_in: VClusterStandIn
+) -> None:
+    orchestrator = KubernetesOrchestrator(host, chart(bed))
+    # The longest name runs: etcd's pods are labelled <name>-etcd-<revision hash> (63).
+    longest = cluster("c" * 47)
+    running = await until(orchestrator, longest, Stage.ready)
+    assert running[-1].etcd.ready == 1
+    await deleted(orchestrator, longest)
+    long_cluster = cluster("c" * 48)
+    refused = await orchestrator.apply(long_cluster, UNFENCED)
+    assert refused.stage == Stage.failed
+    assert "longer than 47 characters" in refused.message
+    long_tenant = cluster(tenant="t" * 61)
+    assert "longer than 60" in (await orchestrator.apply(long_tenant, UNFENCED)).message
+    names = {ns.metadata.name for ns in kube.list(Namespace) if ns.metadata}
+    assert f"tp-{long_cluster.tenant}" not in names
