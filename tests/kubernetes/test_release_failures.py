@@ -5,7 +5,6 @@ carry, refused before anything is written."""
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import AsyncIterator, Iterator
 
@@ -15,18 +14,17 @@ from lightkube.resources.core_v1 import Namespace, Node
 from lightkube.types import PatchType
 
 from tenantplane.providers.kube import HelmRelease, Kube, client_for, load_kubeconfig
-from tenantplane.providers.orchestrator import ClusterSpec, Observation, Stage
+from tenantplane.providers.orchestrator import ClusterSpec, Stage
 from tenantplane.providers.orchestrator.kubernetes import ChartSettings, KubernetesOrchestrator
 from tenantplane.reconcile.fence import UNFENCED
 from tests.kubernetes.conftest import Bed
+from tests.kubernetes.looks import deleted, until
 from tests.kubernetes.vcluster_stand_in import VClusterStandIn
 
 pytestmark = pytest.mark.kubernetes
 
 # A label no node carries until the test gives it one: the control plane cannot be scheduled.
 MISSING_LABEL = "tenantplane.test/capacity"
-LOOK_SECONDS = 1.0
-DEADLINE = 240.0
 
 
 @pytest.fixture
@@ -65,19 +63,6 @@ def cluster(name: str = "dev", tenant: str | None = None) -> ClusterSpec:
         storage="10Gi",
         pool={"cpu": "8", "memory": "16Gi", "storage": "200Gi"},
     )
-
-
-async def until(
-    orchestrator: KubernetesOrchestrator, spec: ClusterSpec, stage: str
-) -> list[Observation]:
-    """Apply and look again each second until ``stage``: the observations on the way."""
-    seen: list[Observation] = []
-    for _ in range(int(DEADLINE / LOOK_SECONDS)):
-        seen.append(await orchestrator.apply(spec, UNFENCED))
-        if seen[-1].stage == stage:
-            return seen
-        await asyncio.sleep(LOOK_SECONDS)
-    pytest.fail(f"never {stage}; last: {seen[-1]}")
 
 
 async def test_a_stalled_release_is_failed_until_reset_after_its_cause_is_gone(
@@ -125,14 +110,6 @@ async def test_a_stalled_release_is_failed_until_reset_after_its_cause_is_gone(
     finally:
         kube.patch(Node, node.metadata.name, {"metadata": {"labels": {MISSING_LABEL: None}}})
         await deleted(orchestrator, spec)
-
-
-async def deleted(orchestrator: KubernetesOrchestrator, spec: ClusterSpec) -> None:
-    for _ in range(int(DEADLINE / LOOK_SECONDS)):
-        if (await orchestrator.delete(spec, UNFENCED)).stage == Stage.gone:
-            return
-        await asyncio.sleep(LOOK_SECONDS)
-    pytest.fail(f"{spec.name} not deleted")
 
 
 async def test_names_the_objects_cannot_carry_are_refused_before_any_write(

@@ -1,0 +1,36 @@
+"""The orchestrator called on the bed as the reconciler calls it: again and again, a second
+apart, until the cluster reaches a stage (a deadline turns a hang into a failure)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tenantplane.providers.orchestrator import ClusterSpec, Observation, Stage
+from tenantplane.providers.orchestrator.kubernetes import KubernetesOrchestrator
+from tenantplane.reconcile.fence import UNFENCED
+
+LOOK_SECONDS = 1.0
+DEADLINE = 240.0
+
+
+async def until(
+    orchestrator: KubernetesOrchestrator, spec: ClusterSpec, stage: str
+) -> list[Observation]:
+    """Apply until ``stage``: the observations on the way."""
+    seen: list[Observation] = []
+    for _ in range(int(DEADLINE / LOOK_SECONDS)):
+        seen.append(await orchestrator.apply(spec, UNFENCED))
+        if seen[-1].stage == stage:
+            return seen
+        await asyncio.sleep(LOOK_SECONDS)
+    pytest.fail(f"never {stage}; last: {seen[-1]}")
+
+
+async def deleted(orchestrator: KubernetesOrchestrator, spec: ClusterSpec) -> None:
+    for _ in range(int(DEADLINE / LOOK_SECONDS)):
+        if (await orchestrator.delete(spec, UNFENCED)).stage == Stage.gone:
+            return
+        await asyncio.sleep(LOOK_SECONDS)
+    pytest.fail(f"{spec.name} not deleted")
