@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 import yaml
 from lightkube import ApiError, Client
+from lightkube.models.core_v1 import Container, PodSpec
+from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import Namespace, Pod, ResourceQuota
 from lightkube.types import PatchType
@@ -161,6 +163,20 @@ async def test_clusters_up_to_the_plan_pool_run_upgrade_resize_and_go(
         "limits.memory": "16Gi",
         "requests.storage": "200Gi",
     }
+    # A tenant's workload as vCluster syncs it into the namespace, naming no resources: the
+    # namespace's LimitRange gives it limits, the quota admits it, kwok runs it.
+    workload = Pod(
+        metadata=ObjectMeta(name="synced-workload", namespace=namespace),
+        spec=PodSpec(containers=[Container(name="app", image="registry.invalid/app:1")]),
+    )
+    kube.create(workload)
+    admitted = kube.get(Pod, "synced-workload", namespace=namespace)
+    assert admitted.spec is not None
+    limits = admitted.spec.containers[0].resources
+    assert limits is not None
+    assert limits.limits == {"cpu": "1", "memory": "512Mi"}
+    kube.delete(Pod, "synced-workload", namespace=namespace, grace_period=0)
+
     # HA: each replica on a node of its own, required by the pods' anti-affinity.
     for app in ("vcluster", "vcluster-etcd"):
         replicas = pods_of(kube, namespace, app=app, release="trio")
