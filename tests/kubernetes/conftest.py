@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 from lightkube import AsyncClient, Client, KubeConfig
+
+from tenantplane.providers.kube import Kube, client_for, load_kubeconfig
 
 if TYPE_CHECKING:
     from tests.kubernetes.vcluster_stand_in import VClusterStandIn
@@ -99,3 +101,18 @@ def stand_in(bed: Bed) -> Iterator[VClusterStandIn]:
 
     with VClusterStandIn(bed) as running:
         yield running
+
+
+@pytest.fixture
+def kube(bed: Bed) -> Iterator[Client]:
+    """The bed's admin, synchronous (for the tests' own looks and changes)."""
+    with bed.client() as client:
+        yield client
+
+
+@pytest.fixture
+async def host(bed: Bed) -> AsyncIterator[Kube]:
+    """The bed as the platform reaches a host cluster."""
+    kube = Kube(client_for(load_kubeconfig(bed.kubeconfig, None), 10.0))
+    yield kube
+    await kube.aclose()

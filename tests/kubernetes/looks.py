@@ -4,6 +4,7 @@ apart, until the cluster reaches a stage (a deadline turns a hang into a failure
 from __future__ import annotations
 
 import asyncio
+import uuid
 
 import pytest
 
@@ -11,8 +12,34 @@ from tenantplane.providers.orchestrator import ClusterSpec, Observation, Stage
 from tenantplane.providers.orchestrator.kubernetes import KubernetesOrchestrator
 from tenantplane.reconcile.fence import UNFENCED
 
+# The starter plan's pool: the tenant namespace's quota.
+POOL = {"cpu": "8", "memory": "16Gi", "storage": "200Gi"}
 LOOK_SECONDS = 1.0
 DEADLINE = 240.0
+
+
+def cluster_spec(
+    name: str = "dev",
+    *,
+    tenant: str | None = None,
+    high_availability: bool = False,
+    cpu: str = "1",
+    memory: str = "2Gi",
+    storage: str = "10Gi",
+) -> ClusterSpec:
+    """A cluster of a tenant of its own (a namespace no other test uses)."""
+    return ClusterSpec(
+        uid=uuid.uuid4().hex,
+        name=name,
+        tenant=tenant or f"t{uuid.uuid4().hex[:8]}",
+        version="1.34",
+        patch=1,
+        high_availability=high_availability,
+        cpu=cpu,
+        memory=memory,
+        storage=storage,
+        pool=POOL,
+    )
 
 
 async def until(

@@ -29,7 +29,6 @@ from lightkube.resources.core_v1 import (
     ServiceAccount,
 )
 
-from tests.kubernetes.conftest import Bed
 from tests.kubernetes.polling import eventually
 
 pytestmark = pytest.mark.kubernetes
@@ -37,12 +36,6 @@ pytestmark = pytest.mark.kubernetes
 # No container runs (kwok reports pods Running without one), so no image is ever pulled.
 IMAGE = "registry.invalid/never-pulled:1"
 ZONE = "topology.kubernetes.io/zone"
-
-
-@pytest.fixture
-def kube(bed: Bed) -> Iterator[Client]:
-    with bed.client() as client:
-        yield client
 
 
 @pytest.fixture

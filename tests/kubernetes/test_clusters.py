@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +39,6 @@ pytestmark = [
 
 # Helm waits for the chart's workloads; kwok makes pods ready within seconds.
 DEADLINE = 240.0
-
-
-@pytest.fixture
-def kube(bed: Bed) -> Iterator[Client]:
-    with bed.client() as client:
-        yield client
 
 
 def tenant_cluster_port(bed: Bed) -> str:

@@ -6,7 +6,6 @@ the same cluster: the same objects, kinds, labels and Flux status, and the same 
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
@@ -19,7 +18,7 @@ from tenantplane.providers.orchestrator.kubernetes import ChartSettings, Kuberne
 from tenantplane.reconcile.fence import UNFENCED
 from tests.fakes.kubernetes_fixtures import HostCluster
 from tests.kubernetes.conftest import Bed
-from tests.kubernetes.looks import deleted
+from tests.kubernetes.looks import cluster_spec, deleted
 from tests.kubernetes.vcluster_stand_in import VClusterStandIn
 
 pytestmark = pytest.mark.kubernetes
@@ -27,32 +26,10 @@ pytestmark = pytest.mark.kubernetes
 LOOKS = 240
 
 
-def spec() -> ClusterSpec:
-    return ClusterSpec(
-        uid=uuid.uuid4().hex,
-        name="parity",
-        tenant=f"p{uuid.uuid4().hex[:8]}",
-        version="1.34",
-        patch=1,
-        high_availability=True,
-        cpu="3",
-        memory="6Gi",
-        storage="30Gi",
-        pool={"cpu": "8", "memory": "16Gi", "storage": "200Gi"},
-    )
-
-
 def chart(repository: str) -> ChartSettings:
     return ChartSettings(
         repository=repository, version="0.30.0", host_template="{cluster}.{tenant}.test"
     )
-
-
-@pytest.fixture
-async def bed_host(bed: Bed) -> AsyncIterator[Kube]:
-    kube = Kube(client_for(load_kubeconfig(bed.kubeconfig, None), 10.0))
-    yield kube
-    await kube.aclose()
 
 
 @pytest.fixture
@@ -118,13 +95,13 @@ async def shape(kube: Kube, cluster: ClusterSpec, observed: Observation) -> dict
 
 async def test_the_fake_gives_what_the_real_components_give(
     bed: Bed,
-    bed_host: Kube,
+    host: Kube,
     stand_in: VClusterStandIn,
     host_cluster: HostCluster,
     fake_host: Kube,
 ) -> None:
-    cluster = spec()
-    real = KubernetesOrchestrator(bed_host, chart(bed.chart_repository))
+    cluster = cluster_spec("parity", high_availability=True, cpu="3", memory="6Gi", storage="30Gi")
+    real = KubernetesOrchestrator(host, chart(bed.chart_repository))
     fake = KubernetesOrchestrator(fake_host, chart("https://charts.example.test"))
 
     async def wait() -> None:
@@ -137,7 +114,7 @@ async def test_the_fake_gives_what_the_real_components_give(
     on_the_fake = await settle(fake, cluster, step)
     assert on_the_bed.stage == Stage.ready
     try:
-        seen_on_the_bed = await shape(bed_host, cluster, on_the_bed)
+        seen_on_the_bed = await shape(host, cluster, on_the_bed)
         print(seen_on_the_bed)  # the run's record of what the real components gave
         assert await shape(fake_host, cluster, on_the_fake) == seen_on_the_bed
     finally:

@@ -5,7 +5,6 @@ to the host cluster (reconcile/fence.py; docs/reconcilers.md, "Fencing")."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -17,13 +16,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.cluster.reconciler import ClusterReconciler
 from tenantplane.db.engine import Database
-from tenantplane.providers.kube import HelmRelease, Kube, client_for, load_kubeconfig
-from tenantplane.providers.orchestrator import ClusterSpec
+from tenantplane.providers.kube import HelmRelease, Kube
 from tenantplane.providers.orchestrator.kubernetes import ChartSettings, KubernetesOrchestrator
 from tenantplane.reconcile.fence import Fence, LeaseLost
 from tenantplane.reconcile.fetcher import Fetcher
 from tests.factories import Factory, expire_lease, fence_of
 from tests.kubernetes.conftest import Bed
+from tests.kubernetes.looks import cluster_spec
 
 pytestmark = [
     pytest.mark.kubernetes,
@@ -52,19 +51,6 @@ class FreezesBeforeItsThirdWrite:
         await self.fence.hold_in(session, **values)
 
 
-@pytest.fixture
-def kube(bed: Bed) -> Iterator[Client]:
-    with bed.client() as client:
-        yield client
-
-
-@pytest.fixture
-async def host(bed: Bed) -> AsyncIterator[Kube]:
-    kube = Kube(client_for(load_kubeconfig(bed.kubeconfig, None), 10.0))
-    yield kube
-    await kube.aclose()
-
-
 async def test_a_worker_that_lost_its_lease_writes_nothing_more(
     database: Database, factory: Factory, bed: Bed, host: Kube, kube: Client
 ) -> None:
@@ -78,18 +64,7 @@ async def test_a_worker_that_lost_its_lease_writes_nothing_more(
 
     fence = FreezesBeforeItsThirdWrite(database, fence_of(database, lease), take_over)
     tenant = f"f{uuid.uuid4().hex[:8]}"
-    spec = ClusterSpec(
-        uid=uuid.uuid4().hex,
-        name="fenced",
-        tenant=tenant,
-        version="1.34",
-        patch=1,
-        high_availability=False,
-        cpu="1",
-        memory="2Gi",
-        storage="10Gi",
-        pool={"cpu": "8", "memory": "16Gi", "storage": "200Gi"},
-    )
+    spec = cluster_spec("fenced", tenant=tenant)
     chart = ChartSettings(bed.chart_repository, "0.30.0", "{cluster}.{tenant}.test")
     with pytest.raises(LeaseLost):
         await KubernetesOrchestrator(host, chart).apply(spec, fence)

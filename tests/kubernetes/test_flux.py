@@ -50,12 +50,6 @@ INSTALL_TIMEOUT = 120
 
 
 @pytest.fixture
-def kube(bed: Bed) -> Iterator[Client]:
-    with bed.client() as client:
-        yield client
-
-
-@pytest.fixture
 def namespace(bed: Bed, kube: Client) -> Iterator[str]:
     name = f"flux-{uuid.uuid4().hex[:8]}"
     kube.create(Namespace(metadata=ObjectMeta(name=name)))

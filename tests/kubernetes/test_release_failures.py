@@ -6,31 +6,24 @@ carry, refused before anything is written."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from lightkube import Client
 from lightkube.resources.core_v1 import Namespace, Node
 from lightkube.types import PatchType
 
-from tenantplane.providers.kube import HelmRelease, Kube, client_for, load_kubeconfig
-from tenantplane.providers.orchestrator import ClusterSpec, Stage
+from tenantplane.providers.kube import HelmRelease, Kube
+from tenantplane.providers.orchestrator import Stage
 from tenantplane.providers.orchestrator.kubernetes import ChartSettings, KubernetesOrchestrator
 from tenantplane.reconcile.fence import UNFENCED
 from tests.kubernetes.conftest import Bed
-from tests.kubernetes.looks import deleted, until
+from tests.kubernetes.looks import cluster_spec, deleted, until
 from tests.kubernetes.vcluster_stand_in import VClusterStandIn
 
 pytestmark = pytest.mark.kubernetes
 
 # A label no node carries until the test gives it one: the control plane cannot be scheduled.
 MISSING_LABEL = "tenantplane.test/capacity"
-
-
-@pytest.fixture
-def kube(bed: Bed) -> Iterator[Client]:
-    with bed.client() as client:
-        yield client
 
 
 def chart(bed: Bed, **values: object) -> ChartSettings:
@@ -43,28 +36,6 @@ def chart(bed: Bed, **values: object) -> ChartSettings:
     )
 
 
-@pytest.fixture
-async def host(bed: Bed) -> AsyncIterator[Kube]:
-    kube = Kube(client_for(load_kubeconfig(bed.kubeconfig, None), 10.0))
-    yield kube
-    await kube.aclose()
-
-
-def cluster(name: str = "dev", tenant: str | None = None) -> ClusterSpec:
-    return ClusterSpec(
-        uid=uuid.uuid4().hex,
-        name=name,
-        tenant=tenant or f"t{uuid.uuid4().hex[:8]}",
-        version="1.34",
-        patch=1,
-        high_availability=False,
-        cpu="1",
-        memory="2Gi",
-        storage="10Gi",
-        pool={"cpu": "8", "memory": "16Gi", "storage": "200Gi"},
-    )
-
-
 async def test_a_stalled_release_is_failed_until_reset_after_its_cause_is_gone(
     bed: Bed, host: Kube, kube: Client, stand_in: VClusterStandIn
 ) -> None:
@@ -72,7 +43,7 @@ async def test_a_stalled_release_is_failed_until_reset_after_its_cause_is_gone(
         "controlPlane": {"statefulSet": {"scheduling": {"nodeSelector": {MISSING_LABEL: "yes"}}}}
     }
     orchestrator = KubernetesOrchestrator(host, chart(bed, **unschedulable))
-    spec = cluster()
+    spec = cluster_spec()
     namespace = f"tp-{spec.tenant}"
     seen = await until(orchestrator, spec, Stage.failed)
     # Flux's attempts time out (the pod is never scheduled) and are retried: meanwhile the
@@ -117,15 +88,15 @@ async def test_names_the_objects_cannot_carry_are_refused_before_any_write(
 ) -> None:
     orchestrator = KubernetesOrchestrator(host, chart(bed))
     # The longest name runs: etcd's pods are labelled <name>-etcd-<revision hash> (63).
-    longest = cluster("c" * 47)
+    longest = cluster_spec("c" * 47)
     running = await until(orchestrator, longest, Stage.ready)
     assert running[-1].etcd.ready == 1
     await deleted(orchestrator, longest)
-    long_cluster = cluster("c" * 48)
+    long_cluster = cluster_spec("c" * 48)
     refused = await orchestrator.apply(long_cluster, UNFENCED)
     assert refused.stage == Stage.failed
     assert "longer than 47 characters" in refused.message
-    long_tenant = cluster(tenant="t" * 61)
+    long_tenant = cluster_spec(tenant="t" * 61)
     assert "longer than 60" in (await orchestrator.apply(long_tenant, UNFENCED)).message
     names = {ns.metadata.name for ns in kube.list(Namespace) if ns.metadata}
     assert f"tp-{long_cluster.tenant}" not in names

@@ -28,13 +28,6 @@ SERVICE_ACCOUNT, SERVICE_ACCOUNT_NAMESPACE = "tenantplane-vault", "tenantplane-s
 
 
 @pytest.fixture
-async def host(bed: Bed) -> AsyncIterator[Kube]:
-    kube = Kube(client_for(load_kubeconfig(bed.kubeconfig, None), 10.0))
-    yield kube
-    await kube.aclose()
-
-
-@pytest.fixture
 def openbao(bed: Bed) -> hvac.Client:
     return hvac.Client(url=bed.openbao_address, token=bed.openbao_token)
 
