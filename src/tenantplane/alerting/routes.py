@@ -136,7 +136,7 @@ def _check_name(value: str, what: str) -> str:
 
 
 def _route_index(value: str) -> int:
-    if not _ROUTE_INDEX.match(value):
+    if not _ROUTE_INDEX.fullmatch(value):
         raise ValidationFailed(
             "invalid route id: a 0-based integer index", field="id", code="INVALID_ID"
         )

@@ -84,7 +84,7 @@ _INVOICE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,94}[a-z0-9])$")
 
 def check_invoice_name(name: str) -> str:
     """Invoice names are tenant-YYYYMMDD[-HHMMSS][-final]: DNS-label characters, up to 96."""
-    if not _INVOICE_NAME.match(name):
+    if not _INVOICE_NAME.fullmatch(name):
         raise ValidationFailed("invalid invoice name", field="name", code="INVALID_NAME")
     return name
 

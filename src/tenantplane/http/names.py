@@ -10,6 +10,7 @@ from pydantic import AfterValidator, Field
 
 from tenantplane.http.errors import ValidationFailed
 
+# Checked with fullmatch: Python's "$" also matches before a final newline ("dev\n").
 DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 _DNS_LABEL = re.compile(DNS_LABEL_PATTERN)
 # The rule of check_resource_name as JSON Schema, for the OpenAPI document only: the
@@ -24,11 +25,11 @@ _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9
 
 def is_dns_label(value: str, *, min_length: int = 1) -> bool:
     """RFC 1123 label: lower-case alphanumerics and '-', alphanumeric at both ends."""
-    return min_length <= len(value) <= 63 and bool(_DNS_LABEL.match(value))
+    return min_length <= len(value) <= 63 and bool(_DNS_LABEL.fullmatch(value))
 
 
 def is_dns_subdomain(value: str) -> bool:
-    return 1 <= len(value) <= 253 and bool(_DNS_SUBDOMAIN.match(value))
+    return 1 <= len(value) <= 253 and bool(_DNS_SUBDOMAIN.fullmatch(value))
 
 
 def check_resource_name(value: str) -> str:

@@ -33,7 +33,7 @@ class RequestIdMiddleware:
             await self.app(scope, receive, send)
             return
         incoming = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
-        request_id = incoming if _ACCEPTABLE_ID.match(incoming) else uuid.uuid4().hex
+        request_id = incoming if _ACCEPTABLE_ID.fullmatch(incoming) else uuid.uuid4().hex
         # Kept in the scope as well: the 500 handler runs outside this middleware.
         scope.setdefault("state", {})["request_id"] = request_id
         token = _request_id.set(request_id)

@@ -25,7 +25,7 @@ def check_secret_path(value: str) -> str:
     for segment in value.split("/"):
         if segment in {"", ".", ".."}:
             raise ValueError("must not contain empty, '.' or '..' segments")
-        if not _PATH_SEGMENT.match(segment):
+        if not _PATH_SEGMENT.fullmatch(segment):
             raise ValueError(
                 "segments may contain only letters, digits, '.', '_' and '-', separated by '/'"
             )

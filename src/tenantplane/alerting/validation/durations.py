@@ -25,7 +25,7 @@ def parse_duration(value: str) -> int:
         return 0
     if value == "":
         raise ValueError("empty duration string")
-    match = _DURATION.match(value)
+    match = _DURATION.fullmatch(value)
     if match is None:
         raise ValueError(f'not a valid duration string: "{value}"')
     total = 0

@@ -39,7 +39,7 @@ INTERVAL_FIELDS = frozenset({"times", "weekdays", "days_of_month", "months", "ye
 
 
 def _minutes(value: object) -> int:
-    if not isinstance(value, str) or not _TIME.match(value):
+    if not isinstance(value, str) or not _TIME.fullmatch(value):
         raise ValueError(f"couldn't parse timestamp {value}, invalid format")
     hours, minutes = value.split(":")
     return int(hours) * 60 + int(minutes)
