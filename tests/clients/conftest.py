@@ -1,12 +1,17 @@
-"""One real `tenantplane serve` process per module (SQLite), a tenant per test, and the
-misbehaving proxy for the retry tests."""
+"""One real `tenantplane serve` process per module (SQLite), a tenant per test, tpctl run
+against it, and the misbehaving proxy for the retry tests."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,3 +52,46 @@ async def tenant(server: Served) -> Tenant:
 def proxy(server: Served) -> Iterator[tuple[Proxy, str]]:
     with serve(server.base_url) as running:
         yield running
+
+
+TPCTL = str(Path(sys.executable).parent / "tpctl")
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    (tmp_path / "home").mkdir()
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def tpctl(tenant: Tenant, home: Path) -> Run:
+    """tpctl with the tenant's API key in the environment (TPCTL_*), HOME and config in tmp."""
+
+    def run(*args: str, env: dict[str, str] | None = None, stdin: str | None = None) -> Any:
+        environment = {
+            "PATH": os.environ["PATH"],
+            "HOME": str(home),
+            "XDG_CONFIG_HOME": str(home / ".config"),
+            "TPCTL_URL": tenant.url,
+            "TPCTL_TENANT": tenant.name,
+            "TPCTL_API_KEY": tenant.key,
+            "TPCTL_RETRY_BASE_SECONDS": "0.01",
+            **(env or {}),
+        }
+        return subprocess.run(
+            [TPCTL, *args],
+            env=environment,
+            capture_output=True,
+            text=True,
+            input=stdin,
+            check=False,
+        )
+
+    return run
+
+
+def ok(result: subprocess.CompletedProcess[str]) -> Any:
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout) if result.stdout.strip() else None

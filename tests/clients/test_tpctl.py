@@ -3,62 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import stat
 import subprocess
-import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
-from tests.clients.conftest import Tenant
+from tests.clients.conftest import Run, Tenant, ok
 from tests.clients.proxy import Fault, Proxy
 
-TPCTL = str(Path(sys.executable).parent / "tpctl")
 KUBECTL = "/usr/bin/kubectl"
-
-Run = Callable[..., subprocess.CompletedProcess[str]]
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    (tmp_path / "home").mkdir()
-    return tmp_path / "home"
-
-
-@pytest.fixture
-def tpctl(tenant: Tenant, home: Path) -> Run:
-    """tpctl with the tenant's API key in the environment (TPCTL_*), HOME and config in tmp."""
-
-    def run(*args: str, env: dict[str, str] | None = None, stdin: str | None = None) -> Any:
-        environment = {
-            "PATH": os.environ["PATH"],
-            "HOME": str(home),
-            "XDG_CONFIG_HOME": str(home / ".config"),
-            "TPCTL_URL": tenant.url,
-            "TPCTL_TENANT": tenant.name,
-            "TPCTL_API_KEY": tenant.key,
-            "TPCTL_RETRY_BASE_SECONDS": "0.01",
-            **(env or {}),
-        }
-        return subprocess.run(
-            [TPCTL, *args],
-            env=environment,
-            capture_output=True,
-            text=True,
-            input=stdin,
-            check=False,
-        )
-
-    return run
-
-
-def ok(result: subprocess.CompletedProcess[str]) -> Any:
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout) if result.stdout.strip() else None
 
 
 def test_version_and_completion(tpctl: Run) -> None:

@@ -1,4 +1,8 @@
-"""Rendering results: a table for people at a terminal, JSON (or YAML) for programs."""
+"""Rendering results: a table for people at a terminal, JSON (or YAML) for programs.
+
+Everything printed is text: both consoles read no Rich markup, emoji codes or highlighting,
+so a string from the server (a key named ``[/]``, a ``[link=…]``) or from the command line
+prints as it is. Styles are applied only through ``Text`` objects (``labelled``)."""
 
 from __future__ import annotations
 
@@ -12,9 +16,20 @@ import yaml
 from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-stdout = Console(soft_wrap=True)
-stderr = Console(stderr=True)
+stdout = Console(soft_wrap=True, markup=False, emoji=False, highlight=False)
+stderr = Console(stderr=True, markup=False, emoji=False, highlight=False)
+
+
+def labelled(label: str, style: str, message: object) -> Text:
+    """``label`` in ``style``, then ``message`` as plain text (never markup)."""
+    return Text.assemble((label, style), " ", str(message))
+
+
+def say(message: object) -> None:
+    """A message for the person at the terminal, on standard error, as plain text."""
+    stderr.print(Text(str(message)))
 
 
 class Output(enum.StrEnum):
@@ -35,14 +50,14 @@ def plain(value: Any) -> Any:
     return value
 
 
-def _cell(value: Any) -> str:
+def _cell(value: Any) -> Text:
     if value is None:
-        return ""
+        return Text("")
     if isinstance(value, bool):
-        return "true" if value else "false"
+        return Text("true" if value else "false")
     if isinstance(value, dict | list):
-        return json.dumps(value, separators=(",", ":"))
-    return str(value)
+        return Text(json.dumps(value, separators=(",", ":")))
+    return Text(str(value))
 
 
 def _pick(row: dict[str, Any], column: str) -> Any:
@@ -64,7 +79,7 @@ def render(value: Any, output: Output | None, columns: Sequence[str] | None = No
         return
     rows = data if isinstance(data, list) else [data]
     if not rows:
-        stderr.print("No resources.")
+        say("No resources.")
         return
     if columns is None:
         columns = [key for key, item in rows[0].items() if not isinstance(item, dict | list)]

@@ -1,0 +1,200 @@
+"""tpctl clusters, kubeconfig and token."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.text import Text
+
+from tenantplane_client import models as m
+from tenantplane_client._sync import Tenantplane
+from tenantplane_client.cli import kubeconfig, profiles
+from tenantplane_client.cli.common import (
+    OutputOption,
+    State,
+    client,
+    group,
+    handled,
+)
+from tenantplane_client.cli.output import labelled, render, say, stderr
+
+clusters_app = group("Managed Kubernetes clusters.")
+
+
+CLUSTER_COLUMNS = (
+    "name",
+    "version",
+    "highAvailability",
+    "status.phase",
+    "status.haPhase",
+    "status.kubernetesVersion",
+    "status.endpoint",
+)
+
+
+def _progress_printer() -> Callable[[m.ClusterRead], None]:
+    def report(cluster: m.ClusterRead) -> None:
+        status = cluster.status
+        line = f"{cluster.name}: phase {status.phase or '?'}"
+        if cluster.high_availability:
+            line += (
+                f", HA {status.ha_phase or 'pending'}: control plane "
+                f"{status.ha_replicas_ready or 0}/{status.ha_replicas_desired or 3}, etcd "
+                f"{status.ha_etcd_replicas_ready or 0}/{status.ha_etcd_replicas_desired or 3}"
+            )
+        say(line)
+
+    return report
+
+
+def _wait(api: Tenantplane, name: str, timeout: float, interval: float) -> m.ClusterRead:
+    with stderr.status(Text(f"Waiting for {name} to be Running…")):
+        return api.clusters.wait_for(
+            name, timeout=timeout, interval=interval, on_progress=_progress_printer()
+        )
+
+
+WaitOption = Annotated[bool, typer.Option("--wait", help="Wait until the cluster is Running.")]
+TimeoutOption = Annotated[float, typer.Option(help="Seconds --wait waits at most.")]
+IntervalOption = Annotated[float, typer.Option(help="Seconds between polls while waiting.")]
+
+
+@clusters_app.command("list")
+@handled
+def clusters_list(output: OutputOption = None) -> None:
+    """List the tenant's clusters."""
+    with client() as api:
+        render(api.clusters.list(), output, CLUSTER_COLUMNS)
+
+
+@clusters_app.command("get")
+@handled
+def clusters_get(name: str, output: OutputOption = None) -> None:
+    """Show one cluster."""
+    with client() as api:
+        render(api.clusters.get(name), output, CLUSTER_COLUMNS)
+
+
+@clusters_app.command("create")
+@handled
+def clusters_create(
+    name: str,
+    version: Annotated[str | None, typer.Option(help="Kubernetes <major>.<minor>")] = None,
+    ha: Annotated[bool, typer.Option("--ha", help="Highly available control plane")] = False,
+    cpu: Annotated[str | None, typer.Option()] = None,
+    memory: Annotated[str | None, typer.Option()] = None,
+    storage: Annotated[str | None, typer.Option()] = None,
+    wait: WaitOption = False,
+    timeout: TimeoutOption = 900.0,
+    interval: IntervalOption = 2.0,
+    output: OutputOption = None,
+) -> None:
+    """Create a cluster (provisioned asynchronously; --wait follows it until Running)."""
+    body: dict[str, Any] = {"name": name, "highAvailability": ha}
+    if version:
+        body["version"] = version
+    resources = {k: v for k, v in (("cpu", cpu), ("memory", memory), ("storage", storage)) if v}
+    if resources:
+        body["resources"] = resources
+    with client() as api:
+        cluster = api.clusters.create(body)
+        for warning in cluster.warnings or []:
+            stderr.print(labelled("Warning:", "yellow", f"{warning.code}: {warning.message}"))
+        if wait:
+            cluster = _wait(api, name, timeout, interval)
+        render(cluster, output, CLUSTER_COLUMNS)
+
+
+@clusters_app.command("upgrade")
+@handled
+def clusters_upgrade(
+    name: str,
+    version: Annotated[str, typer.Option(help="Kubernetes <major>.<minor> to move to")],
+    wait: WaitOption = False,
+    timeout: TimeoutOption = 900.0,
+    interval: IntervalOption = 2.0,
+    output: OutputOption = None,
+) -> None:
+    """Upgrade a cluster's Kubernetes version."""
+    with client() as api:
+        cluster = api.clusters.upgrade(name, version)
+        if wait:
+            cluster = _wait(api, name, timeout, interval)
+        render(cluster, output, CLUSTER_COLUMNS)
+
+
+@clusters_app.command("update")
+@handled
+def clusters_update(
+    name: str,
+    version: Annotated[str, typer.Option(help="Kubernetes <major>.<minor>")],
+    output: OutputOption = None,
+) -> None:
+    """Change a cluster (its version: the only field that may change)."""
+    with client() as api:
+        render(api.clusters.upgrade(name, version), output, CLUSTER_COLUMNS)
+
+
+@clusters_app.command("delete")
+@handled
+def clusters_delete(name: str, output: OutputOption = None) -> None:
+    """Delete a cluster (torn down asynchronously)."""
+    with client() as api:
+        render(api.clusters.delete(name), output, CLUSTER_COLUMNS)
+
+
+@clusters_app.command("connection-details")
+@handled
+def clusters_connection_details(name: str, output: OutputOption = None) -> None:
+    """Show a cluster's endpoint and CA certificate."""
+    with client() as api:
+        render(api.clusters.connection_details(name), output)
+
+
+# --- kubeconfig and token ---------------------------------------------------------------
+
+
+@handled
+def kubeconfig_command(
+    name: str,
+    file: Annotated[
+        Path | None, typer.Option("--file", help="Write here instead of ~/.kube/config")
+    ] = None,
+    context: Annotated[
+        str | None, typer.Option(help="Context name (default tenant-cluster)")
+    ] = None,
+    set_current: Annotated[bool, typer.Option(help="Make it the current context")] = True,
+) -> None:
+    """Add a context for cluster NAME to a kubeconfig, authenticated by `tpctl token`."""
+    profile_name, _ = profiles.resolve(State.profile)
+    with client() as api:
+        details = api.clusters.connection_details(name)
+        context_name = context or f"{api.tenant}-{name}"
+    path = file or kubeconfig.default_path()
+    command = shutil.which("tpctl") or "tpctl"
+    new = kubeconfig.entries(
+        context=context_name,
+        endpoint=details.endpoint,
+        certificate_authority=details.certificate_authority,
+        profile=profile_name,
+        command=command,
+    )
+    kubeconfig.merge(path, new, set_current=set_current)
+    say(f"Context {context_name} written to {path}")
+
+
+@handled
+def token_command() -> None:
+    """Print an ExecCredential (client.authentication.k8s.io/v1) for kubectl."""
+    _, profile = profiles.resolve(State.profile)
+    credential = profile.credential
+    if not credential:
+        raise profiles.ConfigError(
+            f"no credential: set {profiles.ENV_API_KEY} or {profiles.ENV_TOKEN}, or a profile's"
+        )
+    print(json.dumps(kubeconfig.exec_credential(credential)))
