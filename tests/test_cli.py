@@ -206,6 +206,7 @@ def test_the_command_list_is_complete() -> None:
         "alerting sync",
         "alerting check",
         "keys rotate",
+        "doctor",
     }
 
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import asdict, astuple
 from importlib.metadata import version as package_version
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -39,6 +41,7 @@ from tenantplane.cluster.cli import simulator_app
 from tenantplane.config import Settings
 from tenantplane.db.migrate import MigrationRefused, upgrade
 from tenantplane.db.urls import display_url
+from tenantplane.doctor import Finding, diagnose
 from tenantplane.member.cli import app as member_app
 from tenantplane.member.models import Role
 from tenantplane.tenant import lifecycle
@@ -305,3 +308,28 @@ def tenant_list(as_json: JsonOption = False) -> None:
             tenant["state"],
         )
     console.print(table)
+
+
+@app.command()
+def doctor(as_json: JsonOption = False) -> None:
+    """Stored names today's rules refuse (written before a rule was tightened): exit 1 when any.
+
+    Each is left as it is; replace it (a new cluster or secret of a valid name, the old one
+    deleted). docs/operations.md, "Stored names".
+    """
+
+    async def work(session: AsyncSession) -> list[Finding]:
+        return await diagnose(session)
+
+    findings = run_in_transaction(load_settings(), work)
+    if as_json:
+        echo_json([asdict(finding) for finding in findings])
+    elif findings:
+        table = Table("kind", "tenant", "name", "field", "problem")
+        for finding in findings:
+            table.add_row(*(escape(repr(value)[1:-1]) for value in astuple(finding)))
+        console.print(table)
+    else:
+        console.print("no stored name is refused by today's rules")
+    if findings:
+        raise typer.Exit(EXIT_REFUSED)
