@@ -8,7 +8,8 @@ do not pass through the standard library: its record, handler and formatter (whi
 second record of the first) took a fifth of the API's CPU while it served GETs of one
 cluster, for their one ``request`` line each (bench/RESULTS.md, round 16). Both write to
 the ``sys.stderr`` of the moment, so redirected streams (tests, daemons) are honoured.
-Credentials never logged: headers and bodies are not logged, and neither are SQL statements.
+Credentials never logged, at any level: headers and bodies are not logged, and neither are
+SQL statements, their parameters or request URLs (``QUIET_LOGGERS``).
 """
 
 from __future__ import annotations
@@ -21,9 +22,46 @@ from typing import Any
 import orjson
 import structlog
 
-# Quiet whatever the level: SQLAlchemy logs every statement with its parameters at INFO,
-# httpx every request URL (query strings included) at INFO.
-QUIET_LOGGERS = ("sqlalchemy", "httpx", "httpcore")
+# Quiet whatever the level (WARNING and above only), because their records carry what the
+# service is given as credentials (docs/security.md): the values written to the database, the
+# URLs and headers sent. SQLAlchemy logs every statement with its parameters at INFO;
+# aiosqlite every call with its arguments (the statement's parameters) at DEBUG; psycopg's
+# debug wrapper every libpq call with its arguments; httpx (and httpx2, lightkube's and the
+# backends' clients) every request URL, query strings included, at INFO, httpcore and
+# urllib3 (hvac's, Paddle's) theirs at DEBUG, hpack and h2 the HTTP/2 headers (Authorization);
+# the Paddle SDK its responses (its fallback logger is called "null_logger" but propagates);
+# uvicorn's access lines the query strings (the app logs its own `request` event instead).
+QUIET_LOGGERS = (
+    "sqlalchemy",
+    "aiosqlite",
+    "psycopg.debug",
+    "httpx",
+    "httpcore",
+    "httpx2",
+    "httpcore2",
+    "urllib3",
+    "hpack",
+    "h2",
+    "hvac",
+    "paddle_billing",
+    "null_logger",
+    "uvicorn.access",
+)
+# Others keep the configured level (Alembic's, uvicorn's error logger, Redis's: no values;
+# psycopg quiets itself to WARNING unless told otherwise).
+
+
+def quieted(name: str) -> bool:
+    """Whether records of the logger ``name`` below WARNING are dropped."""
+    return any(name == family or name.startswith(family + ".") for family in QUIET_LOGGERS)
+
+
+class QuietFilter(logging.Filter):
+    """Drops the quieted loggers' records below WARNING at the handler too, whatever level a
+    library (or a configuration file: Alembic's, uvicorn's) set on its loggers since."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or not quieted(record.name)
 
 
 class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -37,6 +75,7 @@ class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
 
 
 _handler = StderrHandler()
+_handler.addFilter(QuietFilter())
 
 
 class StderrLogger:

@@ -206,7 +206,9 @@ def make_engine(url: str, settings: DatabaseOptions | None = None) -> AsyncEngin
                 "connect_timeout": settings.connect_timeout_seconds,
             },
         )
-    engine = create_async_engine(url, **options)
+    # Errors name their statement, never the values bound to it (credentials among them):
+    # their message is logged with the traceback of an unhandled error.
+    engine = create_async_engine(url, hide_parameters=True, **options)
     if parsed.get_backend_name() == "sqlite":
         _sqlite_connect_hooks(engine)
     return engine

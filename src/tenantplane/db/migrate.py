@@ -49,7 +49,7 @@ def alembic_config(url: str) -> Config:
 
 @contextmanager
 def _postgres_lock(url: str) -> Iterator[None]:
-    engine = create_engine(sync_url(url), poolclass=pool.NullPool)
+    engine = create_engine(sync_url(url), poolclass=pool.NullPool, hide_parameters=True)
     try:
         with engine.connect() as connection:
             # Autocommit: the lock belongs to the session, not to a transaction left open.

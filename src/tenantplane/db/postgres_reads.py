@@ -140,6 +140,7 @@ class PostgresReads:
                 dict(values),
                 exc,
                 psycopg.Error,
+                hide_parameters=True,
                 connection_invalidated=connection.broken,
                 dialect=self.dialect,
             ) from exc

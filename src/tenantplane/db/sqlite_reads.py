@@ -113,7 +113,9 @@ class SqliteReads:
 
     def _translated(self, sql: str, parameters: list[Any], exc: sqlite3.Error) -> StatementError:
         """``exc`` as SQLAlchemy raises it (db/errors.py answers those)."""
-        return DBAPIError.instance(sql, parameters, exc, sqlite3.Error, dialect=self.dialect)
+        return DBAPIError.instance(
+            sql, parameters, exc, sqlite3.Error, hide_parameters=True, dialect=self.dialect
+        )
 
     def _connection(self) -> sqlite3.Connection:
         connection: sqlite3.Connection | None = getattr(self._local, "connection", None)

@@ -12,7 +12,7 @@ target_metadata = Base.metadata
 def run_migrations() -> None:
     url = config.get_main_option("sqlalchemy.url")
     assert url is not None
-    engine = create_engine(url, poolclass=pool.NullPool)
+    engine = create_engine(url, poolclass=pool.NullPool, hide_parameters=True)
     with engine.connect() as connection:
         context.configure(
             connection=connection,

@@ -1,0 +1,193 @@
+"""At DEBUG, a real `tenantplane serve` (and the operator command beside it) logs no
+credential, on SQLite and on PostgreSQL (docs/security.md: someone who reads a log must not
+recover an API key or a stored credential).
+
+Every credential the API accepts is written: every credential field of every receiver
+integration and of the global section (as one configuration, receiver by receiver and the
+global section alone), a webhook URL carrying a password, API keys (created by the operator
+and through the API, replayed by Idempotency-Key and used); then the whole output of the
+processes is searched for each value, and for the service's own secret key and database
+password. The drivers (aiosqlite, psycopg), SQLAlchemy, the HTTP clients and uvicorn all
+log at DEBUG unless quieted; their parameters carry the values.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import signal
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
+
+from tenantplane.db.engine import Database
+from tenantplane.logging import configure_logging
+from tests.alerting.test_secret_redaction import SENTINEL, every_credential
+from tests.backends import postgres_database, redis_url
+from tests.conftest import BACKENDS, TEST_SECRET
+from tests.contract.server import TENANTPLANE, free_port, server_env, wait_until_serving
+
+DATABASE_PASSWORD = "dbpass" + secrets.token_hex(8)
+
+
+def token() -> str:
+    """A credential no other line of the log can contain by chance."""
+    return "cred" + secrets.token_hex(12)
+
+
+def with_fresh_values(document: Any, values: list[str]) -> Any:
+    """``document`` with each credential (a string holding the redaction tests' sentinel)
+    made unique, the values collected in ``values``."""
+    if isinstance(document, dict):
+        return {key: with_fresh_values(value, values) for key, value in document.items()}
+    if isinstance(document, list):
+        return [with_fresh_values(value, values) for value in document]
+    if isinstance(document, str) and SENTINEL in document:
+        value = token()
+        values.append(value)
+        prefix = document.partition(SENTINEL)[0]
+        return f"{prefix}{value}"
+    return document
+
+
+@contextmanager
+def database_url(backend: str, tmp_path: Path) -> Iterator[str]:
+    if backend == "sqlite":
+        yield f"sqlite+aiosqlite:///{tmp_path / 'tenantplane.db'}"
+        return
+    with postgres_database("tenantplane_logsecrets") as url:
+        # The test server trusts local connections: the password is sent and ignored.
+        yield make_url(url).set(password=DATABASE_PASSWORD).render_as_string(hide_password=False)
+
+
+def write_every_credential(api: httpx.Client, tenant: str, values: list[str]) -> None:
+    base = f"/api/v1/tenants/{tenant}/alerting"
+    document = with_fresh_values(every_credential(), values)
+    receiver = document["receivers"][1]
+    userinfo = token()
+    values.append(userinfo)
+    receiver["webhook_configs"].append({"url": f"https://am:{userinfo}@hooks.example.com/in"})
+    written = api.put(f"{base}/config", json=document)
+    assert written.status_code == 200, written.text
+    # The same kinds again through the narrower writes.
+    again = with_fresh_values(every_credential(), values)
+    replaced = api.put(f"{base}/receivers/everything", json=again["receivers"][1])
+    assert replaced.status_code == 200, replaced.text
+    glob = api.put(f"{base}/global", json=again["global"])
+    assert glob.status_code == 200, glob.text
+    read = api.get(f"{base}/config")
+    assert read.status_code == 200, read.text
+    assert values[-1] in read.text  # stored, and shown to the admin
+
+
+def create_api_keys(api: httpx.Client, tenant: str, values: list[str]) -> None:
+    path = f"/api/v1/tenants/{tenant}/apikeys"
+    body = {"displayName": "ci", "role": "admin"}
+    idempotent = {"Idempotency-Key": token()}
+    created = api.post(path, json=body, headers=idempotent)
+    assert created.status_code == 201, created.text
+    replayed = api.post(path, json=body, headers=idempotent)
+    assert replayed.json() == created.json()
+    readonly = api.post(path, json={"displayName": "ro", "role": "readonly"})
+    assert readonly.status_code == 201, readonly.text
+    for raw in (created.json()["key"], readonly.json()["key"]):
+        values.append(raw)
+        used = api.get(f"/api/v1/tenants/{tenant}", headers={"Authorization": f"Bearer {raw}"})
+        assert used.status_code == 200, used.text
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_debug_logs_hold_no_credential(backend: str, tmp_path: Path) -> None:
+    values: list[str] = [TEST_SECRET]
+    with database_url(backend, tmp_path) as url:
+        if backend == "postgresql":
+            values.append(DATABASE_PASSWORD)
+        env = {
+            **server_env(tmp_path, url),
+            "TENANTPLANE_LOG_LEVEL": "DEBUG",
+            "TENANTPLANE_REDIS_URL": redis_url(),
+        }
+        port = free_port()
+        base_url = f"http://127.0.0.1:{port}"
+        log = tmp_path / "stderr"
+        with log.open("wb") as err:
+            process = subprocess.Popen(
+                [TENANTPLANE, "serve", "--host", "127.0.0.1", "--port", str(port)],
+                env=env,
+                stdout=err,
+                stderr=err,
+            )
+            try:
+                wait_until_serving(base_url, process, log)
+                operator = subprocess.run(
+                    [TENANTPLANE, "tenant", "create", "acme", "--plan", "enterprise", "--json"],
+                    env=env,
+                    capture_output=True,
+                    check=False,
+                )
+                assert operator.returncode == 0, operator.stderr.decode()
+                admin_key = json.loads(operator.stdout)["apiKey"]["key"]
+                values.append(admin_key)
+                headers = {"Authorization": f"Bearer {admin_key}"}
+                with httpx.Client(base_url=base_url, headers=headers, timeout=30) as api:
+                    write_every_credential(api, "acme", values)
+                    create_api_keys(api, "acme", values)
+            finally:
+                process.send_signal(signal.SIGTERM)
+                process.wait(timeout=60)
+
+    logged = log.read_text(errors="replace") + operator.stderr.decode(errors="replace")
+    levels = {json.loads(line)["level"] for line in logged.splitlines()}
+    assert "debug" in levels  # the processes did log at DEBUG
+    assert len(values) > 60
+    leaked = [value for value in values if value in logged]
+    loggers = sorted(
+        {
+            json.loads(line)["logger"]
+            for line in logged.splitlines()
+            if any(value in line for value in leaked)
+        }
+    )
+    assert leaked == [], f"{len(leaked)} of {len(values)} credentials logged by {loggers}"
+
+
+def test_quieted_loggers_stay_quiet_below_warning_whatever_their_level(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A library (or a configuration file) setting a quieted logger's level again does not
+    bring its records back; other libraries keep their debug output; warnings pass."""
+    configure_logging("DEBUG", json=True)
+    value = token()
+    for name in ("aiosqlite", "sqlalchemy.engine.Engine", "httpx", "urllib3.connectionpool"):
+        library = logging.getLogger(name)
+        library.setLevel(logging.DEBUG)
+        library.debug("executing %s", value)
+        library.info("executing %s", value)
+    logging.getLogger("aiosqlite").warning("a warning")
+    logging.getLogger("alembic.runtime.migration").debug("a step")
+    logged = capsys.readouterr().err
+    configure_logging("INFO", json=True)
+    assert value not in logged
+    events = [(r["logger"], r["event"]) for r in map(json.loads, logged.splitlines())]
+    assert events == [("aiosqlite", "a warning"), ("alembic.runtime.migration", "a step")]
+
+
+async def test_database_errors_carry_no_parameters(database: Database) -> None:
+    """An error's message (logged with the traceback of an unhandled error) names the
+    statement, not the values bound to it."""
+    value = token()
+    statement = text("SELECT * FROM no_such_table WHERE secret = :value")
+    with pytest.raises(DBAPIError) as raised:
+        async with database.transaction() as session:
+            await session.execute(statement, {"value": value})
+    assert "no_such_table" in str(raised.value)
+    assert value not in str(raised.value)
