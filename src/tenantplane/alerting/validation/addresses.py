@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import string
 
+from tenantplane.alerting.validation.hostnames import unescape_host
+
 _HEX = frozenset(string.hexdigits)
 _UNRESERVED = frozenset(string.ascii_letters + string.digits + "-_.~")
 # Characters Go's url.Parse lets stand unescaped in a host (sub-delims, ':' and brackets).
@@ -144,8 +146,8 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def url_host_port(raw: str) -> tuple[str, int | None]:
-    """The host (brackets and IPv6 zone removed) and port a URL connects to, as Go's
-    URL.Hostname() and Port() give them, the scheme's port when none is written. Raise
+    """The host (brackets and IPv6 zone removed, escapes decoded) and port a URL connects
+    to, as Go's URL.Hostname() and Port() give them, the scheme's port when none is written. Raise
     ValueError when ``raw`` is not an http(s) URL with a host."""
     parse_http_url(raw)
     scheme, rest = _split_scheme(raw.partition("#")[0])
@@ -154,7 +156,7 @@ def url_host_port(raw: str) -> tuple[str, int | None]:
     if hostport.startswith("["):
         end = hostport.rfind("]")
         host, port = hostport[1:end], hostport[end + 2 :]
+        host = host.partition("%25")[0]  # an IPv6 zone (%25eth0) names an interface
     else:
         host, _, port = hostport.partition(":") if hostport.count(":") == 1 else (hostport, "", "")
-    host = host.partition("%")[0]  # an IPv6 zone (%25eth0) names an interface, not a host
-    return host, int(port) if port else _DEFAULT_PORTS.get(scheme)
+    return unescape_host(host), int(port) if port else _DEFAULT_PORTS.get(scheme)

@@ -3,8 +3,10 @@
 Like Mimir's `-alertmanager.receivers-firewall-block-private-addresses` and
 `-alertmanager.receivers-firewall-block-cidr-networks`, but checked when a configuration
 is written, on every field that names a destination (URLs, OAuth2 token URLs, SMTP
-smarthosts), for hosts written as addresses. Names are not resolved here (they may
-resolve elsewhere later): the operator's egress policy covers them (docs/security.md).
+smarthosts), for hosts written as addresses, judged as Alertmanager dials them
+(hostnames.py: escapes decoded, non-ASCII hosts mapped through IDNA as Go's net/http does).
+Names are not resolved here (they may resolve elsewhere later): the operator's egress
+policy covers them (docs/security.md).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 
 from tenantplane.alerting.validation.addresses import split_host_port, url_host_port
 from tenantplane.alerting.validation.errors import ConfigError
+from tenantplane.alerting.validation.hostnames import dialled_hosts
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -45,9 +48,31 @@ PRIVATE_NETWORKS: tuple[Network, ...] = tuple(
         "fe80::/10",
         "fec0::/10",
         "ff00::/8",
+        # Local-use NAT64 (RFC 8215): its IPv4 address may sit at any RFC 6052 offset.
+        "64:ff9b:1::/48",
     )
 )
+# Names Linux's /etc/hosts (Debian, Red Hat) gives loopback or non-public addresses; names
+# under .localhost are loopback too (RFC 6761).
+LOOPBACK_NAMES = frozenset(
+    {
+        "localhost",
+        "localhost.localdomain",
+        "localhost4",
+        "localhost4.localdomain4",
+        "localhost6",
+        "localhost6.localdomain6",
+        "ip6-localhost",
+        "ip6-loopback",
+        "ip6-localnet",
+        "ip6-mcastprefix",
+        "ip6-allnodes",
+        "ip6-allrouters",
+        "ip6-allhosts",
+    }
+)
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_SIIT = ipaddress.ip_network("::ffff:0:0:0/96")  # IPv4-translated (::ffff:0:a.b.c.d)
 _COMPATIBLE = ipaddress.ip_network("::/96")
 # What C's inet_aton reads as an IPv4 address ("127.1", "0x7f000001", "017700000001"):
 # a resolver may take such a name for one.
@@ -77,7 +102,16 @@ class Firewall:
         self._check(host, int(port) if port.isdigit() else None, path)
 
     def _check(self, host: str, port: int | None, path: str) -> None:
-        name = host.lower().removesuffix(".")
+        try:
+            dialled = dialled_hosts(host)
+        except ValueError as exc:
+            raise _blocked(host, str(exc), path) from None
+        for form in dialled:
+            self._check_dialled(host, form, port, path)
+
+    def _check_dialled(self, host: str, dialled: str, port: int | None, path: str) -> None:
+        """One ASCII form ``dialled`` of the written ``host`` (named in messages)."""
+        name = dialled.lower().removesuffix(".")
         address = _address(name)
         if self._protected(name, address, port):
             raise ConfigError(
@@ -86,7 +120,7 @@ class Firewall:
                 "DESTINATION_BLOCKED",
             )
         if address is None:
-            if self.block_private and (name == "localhost" or name.endswith(".localhost")):
+            if self.block_private and _loopback_name(name):
                 raise _blocked(host, "a loopback name", path)
             return
         for candidate in _judged(address):
@@ -109,15 +143,20 @@ class Firewall:
                 local = address is not None and any(
                     a.is_loopback or a.is_unspecified for a in _judged(address)
                 )
-                if local or name == "localhost" or name.endswith(".localhost"):
+                if local or _loopback_name(name):
                     return True
         return False
 
 
+def _loopback_name(name: str) -> bool:
+    return name in LOOPBACK_NAMES or name.endswith(".localhost")
+
+
 def _blocked(host: str, why: str, path: str) -> ConfigError:
-    return ConfigError(
-        f"destination {host} is {why}; receivers may not send there", path, "DESTINATION_BLOCKED"
-    )
+    message = f"destination {host} is {why}; receivers may not send there"
+    # Escapes of bytes that are not UTF-8 were decoded to surrogates: shown as \xNN.
+    shown = message.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return ConfigError(shown, path, "DESTINATION_BLOCKED")
 
 
 def _address(host: str) -> Address | None:
@@ -159,6 +198,6 @@ def _judged(address: Address) -> list[Address]:
         embedded.append(address.sixtofour)
     if address.teredo is not None:
         embedded.extend(address.teredo)
-    if address in _NAT64 or (address in _COMPATIBLE and int(address) > 1):
+    if address in _NAT64 or address in _SIIT or (address in _COMPATIBLE and int(address) > 1):
         embedded.append(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
     return embedded
