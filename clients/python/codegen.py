@@ -169,6 +169,7 @@ SYNC_REPLACEMENTS = [
     ("async for ", "for "),
     ("await ", ""),
     ("aclose", "close"),
+    ("aiter_bytes", "iter_bytes"),
     ("Awaitable", "Callable"),
     ("asyncio.sleep", "time.sleep"),
     ("import asyncio", "import time"),

@@ -3,17 +3,26 @@
 from tenantplane_client import models
 from tenantplane_client._async import OPERATIONS, AsyncTenantplane
 from tenantplane_client._sync import Tenantplane
-from tenantplane_client.errors import ApiError, ConnectionFailed, TenantplaneError, WaitTimeout
+from tenantplane_client.errors import (
+    ApiError,
+    ConnectionFailed,
+    ResponseTooLarge,
+    TenantplaneError,
+    WaitTimeout,
+)
+from tenantplane_client.limits import DEFAULT_MAX_RESPONSE_BYTES
 from tenantplane_client.retry import NO_RETRIES, RetryPolicy
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "DEFAULT_MAX_RESPONSE_BYTES",
     "NO_RETRIES",
     "OPERATIONS",
     "ApiError",
     "AsyncTenantplane",
     "ConnectionFailed",
+    "ResponseTooLarge",
     "RetryPolicy",
     "Tenantplane",
     "TenantplaneError",

@@ -15,6 +15,12 @@ from pydantic import BaseModel, TypeAdapter
 
 from tenantplane_client import models as m
 from tenantplane_client.errors import ApiError, ConnectionFailed, WaitTimeout
+from tenantplane_client.limits import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    buffered,
+    check_declared,
+    check_received,
+)
 from tenantplane_client.retry import RetryPolicy, retry_safe
 
 API_PREFIX = "/api/v1"
@@ -63,8 +69,10 @@ class AsyncTenantplane:
         idempotency_keys: bool = True,
         transport: httpx.AsyncBaseTransport | None = None,
         user_agent: str = "tenantplane-client",
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         self.tenant = tenant
+        self.max_response_bytes = max_response_bytes
         self.retry = retry or RetryPolicy()
         self.idempotency_keys = idempotency_keys
         self.http = httpx.AsyncClient(
@@ -99,6 +107,22 @@ class AsyncTenantplane:
     def tenant_path(self) -> str:
         return f"/tenants/{_segment(self.tenant)}"
 
+    async def send(
+        self, method: str, path: str, body: Body, headers: Mapping[str, str]
+    ) -> httpx.Response:
+        """One exchange, the answer read up to ``max_response_bytes`` (ResponseTooLarge)."""
+        request = self.http.build_request(method, path, json=_body(body), headers=headers)
+        response = await self.http.send(request, stream=True)
+        try:
+            check_declared(response, self.max_response_bytes)
+            content = bytearray()
+            async for chunk in response.aiter_bytes():
+                content += chunk
+                check_received(response, len(content), self.max_response_bytes)
+        finally:
+            await response.aclose()
+        return buffered(response, bytes(content))
+
     async def request(
         self,
         method: str,
@@ -118,7 +142,7 @@ class AsyncTenantplane:
             attempt += 1
             last = attempt >= self.retry.max_attempts or not may_retry
             try:
-                response = await self.http.request(method, path, json=_body(body), headers=sent)
+                response = await self.send(method, path, body, sent)
             except httpx.TransportError as exc:
                 if last:
                     raise ConnectionFailed(f"{method} {path}: {exc!r}") from exc

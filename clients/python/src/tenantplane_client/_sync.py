@@ -17,6 +17,12 @@ from pydantic import BaseModel, TypeAdapter
 
 from tenantplane_client import models as m
 from tenantplane_client.errors import ApiError, ConnectionFailed, WaitTimeout
+from tenantplane_client.limits import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    buffered,
+    check_declared,
+    check_received,
+)
 from tenantplane_client.retry import RetryPolicy, retry_safe
 
 API_PREFIX = "/api/v1"
@@ -65,8 +71,10 @@ class Tenantplane:
         idempotency_keys: bool = True,
         transport: httpx.BaseTransport | None = None,
         user_agent: str = "tenantplane-client",
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         self.tenant = tenant
+        self.max_response_bytes = max_response_bytes
         self.retry = retry or RetryPolicy()
         self.idempotency_keys = idempotency_keys
         self.http = httpx.Client(
@@ -101,6 +109,22 @@ class Tenantplane:
     def tenant_path(self) -> str:
         return f"/tenants/{_segment(self.tenant)}"
 
+    def send(
+        self, method: str, path: str, body: Body, headers: Mapping[str, str]
+    ) -> httpx.Response:
+        """One exchange, the answer read up to ``max_response_bytes`` (ResponseTooLarge)."""
+        request = self.http.build_request(method, path, json=_body(body), headers=headers)
+        response = self.http.send(request, stream=True)
+        try:
+            check_declared(response, self.max_response_bytes)
+            content = bytearray()
+            for chunk in response.iter_bytes():
+                content += chunk
+                check_received(response, len(content), self.max_response_bytes)
+        finally:
+            response.close()
+        return buffered(response, bytes(content))
+
     def request(
         self,
         method: str,
@@ -120,7 +144,7 @@ class Tenantplane:
             attempt += 1
             last = attempt >= self.retry.max_attempts or not may_retry
             try:
-                response = self.http.request(method, path, json=_body(body), headers=sent)
+                response = self.send(method, path, body, sent)
             except httpx.TransportError as exc:
                 if last:
                     raise ConnectionFailed(f"{method} {path}: {exc!r}") from exc

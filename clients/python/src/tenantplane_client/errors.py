@@ -77,6 +77,15 @@ class ConnectionFailed(TenantplaneError):
     retryable = True
 
 
+class ResponseTooLarge(TenantplaneError):
+    """The answer was larger than the client's ``max_response_bytes``: it was not read."""
+
+    def __init__(self, method: str, path: str, limit: int) -> None:
+        size = f"{limit // 1048576} MiB" if limit % 1048576 == 0 else f"{limit} bytes"
+        super().__init__(f"{method} {path}: the answer is larger than {size} ({limit} bytes)")
+        self.limit = limit
+
+
 class WaitTimeout(TenantplaneError):
     """wait_for() gave up before the resource reached the phase."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Annotated, Any
 
 import typer
@@ -80,11 +81,22 @@ def config_set_profile(
         str | None, typer.Option(help="Server origin, e.g. http://127.0.0.1:8080")
     ] = None,
     tenant: Annotated[str | None, typer.Option(help="Tenant name")] = None,
-    api_key: Annotated[str | None, typer.Option(help="API key (svc_…)")] = None,
+    api_key: Annotated[
+        str | None, typer.Option(help="API key (svc_…); visible to `ps`: prefer --api-key-stdin")
+    ] = None,
+    api_key_stdin: Annotated[
+        bool, typer.Option("--api-key-stdin", help="Read the API key from standard input")
+    ] = False,
     token: Annotated[str | None, typer.Option(help="OIDC token")] = None,
     use: Annotated[bool, typer.Option(help="Make it the current profile")] = False,
 ) -> None:
     """Create or change a profile (only the options given change)."""
+    if api_key_stdin:
+        if api_key is not None:
+            raise typer.BadParameter("give --api-key or --api-key-stdin, not both")
+        api_key = sys.stdin.read().strip()
+        if not api_key:
+            raise profiles.ConfigError("--api-key-stdin: standard input held no key")
     config = profiles.load()
     profile = config.profiles.setdefault(name, profiles.Profile())
     for field, value in (("url", url), ("tenant", tenant), ("api_key", api_key), ("token", token)):

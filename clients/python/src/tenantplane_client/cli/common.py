@@ -17,7 +17,7 @@ from tenantplane_client import __version__
 from tenantplane_client._sync import Tenantplane
 from tenantplane_client.cli import kubeconfig, profiles
 from tenantplane_client.cli.output import Output, labelled, stderr
-from tenantplane_client.errors import ApiError, ConnectionFailed, WaitTimeout
+from tenantplane_client.errors import ApiError, ConnectionFailed, ResponseTooLarge, WaitTimeout
 from tenantplane_client.retry import RetryPolicy
 
 P = ParamSpec("P")
@@ -75,6 +75,9 @@ def handled(command: Callable[P, R]) -> Callable[P, R]:
         except WaitTimeout as error:
             stderr.print(labelled("Timeout:", "red", error))
             raise typer.Exit(Exit.timeout) from None
+        except ResponseTooLarge as error:
+            stderr.print(labelled("Error:", "red", error))
+            raise typer.Exit(Exit.error) from None
 
     return run
 
@@ -102,6 +105,15 @@ def client() -> Iterator[Tenantplane]:
     _, profile = profiles.resolve(State.profile)
     url, tenant, credential = profile.require()
     retry = RetryPolicy(base_delay=profiles.retry_base_seconds())
+    if profiles.sent_in_clear(url):
+        stderr.print(
+            labelled(
+                "Warning:",
+                "yellow",
+                f"{url}: http:// to a host that is not loopback: the API key or token travels "
+                "unencrypted; use https://",
+            )
+        )
     with Tenantplane(
         url, tenant, credential, retry=retry, user_agent=f"tpctl/{__version__}"
     ) as api:

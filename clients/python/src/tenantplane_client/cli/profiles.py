@@ -8,10 +8,12 @@ TPCTL_API_KEY, TPCTL_TOKEN (TPCTL_PROFILE picks the profile).
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import platformdirs
 import yaml
@@ -142,3 +144,18 @@ def retry_base_seconds() -> float:
     if not 0 <= seconds <= 30:
         raise ConfigError(f"{ENV_RETRY_BASE} must be between 0 and 30 seconds")
     return seconds
+
+
+def sent_in_clear(url: str) -> bool:
+    """True when ``url`` is plain http:// to a host that is not loopback (127.0.0.0/8,
+    ::1, localhost): the credential would cross a network unencrypted."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() != "http":
+        return False
+    host = (parts.hostname or "").rstrip(".").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return False
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return True
