@@ -12,6 +12,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from tenantplane.db.urls import display_url, normalise_database_url
 from tenantplane.keys import KeyRing
+from tenantplane.providers.orchestrator import host_template_problem
 
 
 def default_data_dir() -> Path:
@@ -120,8 +121,9 @@ class Settings(BaseSettings):
     vcluster_release_timeout: str = Field(
         default="10m", pattern=r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"
     )
-    # The clusters' external API host: {cluster}, {tenant} and {namespace} are replaced.
-    cluster_host_template: str = "{cluster}-{tenant}.clusters.example.com"
+    # The clusters' external API host: {cluster}, {tenant} and {namespace} are replaced, each
+    # in a DNS label of its own (hosts must not collide: providers/orchestrator).
+    cluster_host_template: str = "{cluster}.{tenant}.clusters.example.com"
     # How tenantplane reaches a tenant cluster's API (secret sync): the server written in
     # vCluster's kubeconfig Secret when empty; else this, with {cluster}, {tenant},
     # {namespace} and {host} replaced (e.g. https://{host} from outside the host cluster).
@@ -239,6 +241,14 @@ class Settings(BaseSettings):
                     "TENANTPLANE_SYNC_PROVIDER=external-secrets needs TENANTPLANE_VAULT_ADDR"
                 )
         return self
+
+    @field_validator("cluster_host_template")
+    @classmethod
+    def _unambiguous_hosts(cls, value: str) -> str:
+        problem = host_template_problem(value)
+        if problem is not None:
+            raise ValueError(f"TENANTPLANE_CLUSTER_HOST_TEMPLATE {problem}")
+        return value
 
     @field_validator("database_url")
     @classmethod

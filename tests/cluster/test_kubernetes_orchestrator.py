@@ -33,7 +33,7 @@ async def kube_app(
         kubernetes_poll_seconds=0.02,
         cluster_retry_seconds=0.05,
         cluster_resync_seconds=0.1,
-        cluster_host_template="{cluster}-{tenant}.clusters.example.net",
+        cluster_host_template="{cluster}.{tenant}.clusters.example.net",
     ):
         yield value
 
@@ -63,7 +63,7 @@ async def test_an_ha_cluster_lives_its_life_on_kubernetes(
     assert {r for r in ready if r not in ((0, 0), (3, 3))}  # seen in between
     final = seen[-1]
     assert final["kubernetesVersion"] == "v1.33.5"
-    assert final["endpoint"] == f"https://dev-{tenant.name}.clusters.example.net"
+    assert final["endpoint"] == f"https://dev.{tenant.name}.clusters.example.net"
     assert final["haConfigured"] is True
     assert final["haEnabledAt"]
     release = api.get("HelmRelease", "dev", f"tp-{tenant.name}")

@@ -46,7 +46,7 @@ async def auth(bed: Bed, host: Kube) -> AsyncIterator[VaultClusterAuth]:
         role_template="tenant-{tenant}",
         kv_mount_template="tenant-{tenant}",
         kubernetes_host_template="",  # OpenBao reaches the stand-in at its kubeconfig's server
-        cluster_host_template="{cluster}-{tenant}.example.net",
+        cluster_host_template="{cluster}.{tenant}.example.net",
         service_account=SERVICE_ACCOUNT,
         service_account_namespace=SERVICE_ACCOUNT_NAMESPACE,
     )
@@ -65,7 +65,7 @@ def sync(bed: Bed, host: Kube) -> ExternalSecretsSync:
             role_template="tenant-{tenant}",
             refresh_interval="2s",
             server_template="",
-            host_template="{cluster}-{tenant}.example.net",
+            host_template="{cluster}.{tenant}.example.net",
             timeout_seconds=10.0,
             service_account=SERVICE_ACCOUNT,
             service_account_namespace=SERVICE_ACCOUNT_NAMESPACE,

@@ -29,7 +29,7 @@ from tests.fakes.kubernetes_fixtures import HostCluster
 CHART = ChartSettings(
     repository="https://charts.loft.sh",
     version="0.30.0",
-    host_template="{cluster}-{tenant}.clusters.example.net",
+    host_template="{cluster}.{tenant}.clusters.example.net",
     extra_values={"sync": {"toHost": {"ingresses": {"enabled": True}}}},
 )
 POOL = {"cpu": "8", "memory": "16Gi", "storage": "200Gi"}
@@ -155,9 +155,9 @@ async def test_create_lays_out_the_tenant_namespace_and_the_release(
             "topologyKey": "kubernetes.io/hostname",
         }
     # Exposed through an ingress host of its own, named in the kubeconfig vCluster writes.
-    assert plane["proxy"]["extraSANs"] == ["dev-acme.clusters.example.net"]
-    assert plane["ingress"] == {"enabled": True, "host": "dev-acme.clusters.example.net"}
-    assert values["exportKubeConfig"] == {"server": "https://dev-acme.clusters.example.net"}
+    assert plane["proxy"]["extraSANs"] == ["dev.acme.clusters.example.net"]
+    assert plane["ingress"] == {"enabled": True, "host": "dev.acme.clusters.example.net"}
+    assert values["exportKubeConfig"] == {"server": "https://dev.acme.clusters.example.net"}
     assert values["policies"] == {
         "resourceQuota": {"enabled": False},
         "limitRange": {"enabled": False},
@@ -203,7 +203,7 @@ async def test_ha_replicas_become_ready_one_at_a_time(
     assert last.stage == Stage.ready
     assert last.kubernetes_version == "v1.33.5"
     assert last.version == "1.33"
-    assert last.endpoint == "https://dev-acme.clusters.example.net"
+    assert last.endpoint == "https://dev.acme.clusters.example.net"
     ca = base64.b64decode(last.certificate_authority).decode()
     assert ca.startswith("-----BEGIN CERTIFICATE-----")
 

@@ -17,7 +17,7 @@ from tenantplane.providers.sync.external_secrets import ExternalSecretsSync, Sto
 from tenantplane.reconcile.fence import UNFENCED
 from tests.fakes.kubernetes_fixtures import HostCluster
 
-CHART = ChartSettings("https://charts.loft.sh", "0.30.0", "{cluster}-{tenant}.example.net")
+CHART = ChartSettings("https://charts.loft.sh", "0.30.0", "{cluster}.{tenant}.example.net")
 CLUSTER = ClusterSpec(
     uid=uuid.uuid4().hex,
     name="dev",
@@ -29,7 +29,7 @@ CLUSTER = ClusterSpec(
     memory="1Gi",
     storage="10Gi",
 )
-REF = ClusterRef(CLUSTER.uid, "dev", "https://dev-acme.example.net:443", "", tenant="acme")
+REF = ClusterRef(CLUSTER.uid, "dev", "https://dev.acme.example.net:443", "", tenant="acme")
 OWNER = uuid.uuid4().hex
 COPY = CopySpec(
     tenant="acme",

@@ -29,7 +29,7 @@ SETTINGS = ClusterAuthSettings(
     role_template="tenant-{tenant}",
     kv_mount_template="tenant-{tenant}",
     kubernetes_host_template="",
-    cluster_host_template="{cluster}-{tenant}.example.net",
+    cluster_host_template="{cluster}.{tenant}.example.net",
     service_account="tenantplane-vault",
     service_account_namespace="tenantplane-system",
 )
@@ -113,7 +113,7 @@ async def test_a_host_template_names_the_address_the_vault_uses(
     await write_kubeconfig_secret(host, "https://dev.tp-acme:443")
     await auth.ensure(REF, UNFENCED)
     config = fake.auth_mounts[f"k8s-{REF.uid}"]["config"]
-    assert config["kubernetes_host"] == "https://dev-acme.example.net"
+    assert config["kubernetes_host"] == "https://dev.acme.example.net"
     await auth.aclose()
 
 

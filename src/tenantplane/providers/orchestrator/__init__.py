@@ -41,6 +41,29 @@ def unrepresentable(cluster: str, tenant: str) -> str | None:
     return None
 
 
+_PLACEHOLDERS = ("{cluster}", "{tenant}", "{namespace}")
+
+
+def host_template_problem(template: str) -> str | None:
+    """Why clusters' hosts made from ``template`` could collide, if they could.
+
+    Names are DNS labels (no dot), so a host is unambiguous when each placeholder stands in a
+    label of its own: "{cluster}-{tenant}" would make tenant "corp"'s cluster "dev-acme" and
+    tenant "acme-corp"'s cluster "dev" one host. A host without {cluster} is every cluster's
+    (a single fixed host, for a test bed); with it, the tenant must be named too.
+    """
+    host = template.split(":", 1)[0]
+    for label in host.split("."):
+        if sum(label.count(placeholder) for placeholder in _PLACEHOLDERS) > 1:
+            return (
+                f"{label!r} holds two names: put {{cluster}} and {{tenant}} in labels of their "
+                "own (e.g. {cluster}.{tenant}.clusters.example.com)"
+            )
+    if "{cluster}" in host and "{tenant}" not in host and "{namespace}" not in host:
+        return "names {cluster} but not {tenant}: clusters of two tenants would share a host"
+    return None
+
+
 @dataclass(frozen=True)
 class ClusterSpec:
     uid: str
