@@ -19,7 +19,7 @@ from alembic.config import Config
 from sqlalchemy import create_engine, pool, text
 from sqlalchemy.engine import make_url
 
-from tenantplane.files import create_private
+from tenantplane.files import create_private, private_lock_file
 
 # pg_advisory_lock's key for migrations (an arbitrary constant: "tenantplane migrate").
 MIGRATION_LOCK_KEY = 0x7E7A7E_0001
@@ -68,7 +68,7 @@ def _postgres_lock(url: str) -> Iterator[None]:
 @contextmanager
 def _file_lock(database: Path) -> Iterator[None]:
     lock_path = database.with_name(database.name + ".migrate.lock")
-    with lock_path.open("a") as handle:
+    with private_lock_file(lock_path) as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield

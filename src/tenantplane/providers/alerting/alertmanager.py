@@ -21,7 +21,7 @@ import httpx
 import structlog
 
 from tenantplane.alerting.render import dump_yaml, shared_config, shared_template_files
-from tenantplane.files import write_private
+from tenantplane.files import private_directory, private_lock_file, write_private
 from tenantplane.providers.alerting.base import (
     AlertingBackend,
     BackendNamingError,
@@ -60,9 +60,9 @@ class SharedAlertmanagerBackend(AlertingBackend):
         # One render at a time in this process, and across the processes sharing the file
         # (an exclusive flock beside it), so that the last render holds every change.
         async with self._render:
-            self.config_file.parent.mkdir(parents=True, exist_ok=True)
+            # Owner-only, as the files beside it (tenantplane.files).
             lock_path = self.config_file.with_name(f".{self.config_file.name}.lock")
-            with lock_path.open("a") as handle:
+            with private_lock_file(lock_path) as handle:
                 await asyncio.to_thread(fcntl.flock, handle, fcntl.LOCK_EX)
                 try:
                     yield
@@ -116,7 +116,7 @@ class SharedAlertmanagerBackend(AlertingBackend):
         return snapshot
 
     def _write(self, config: str, templates: dict[str, str]) -> None:
-        self.template_dir.mkdir(parents=True, exist_ok=True)
+        private_directory(self.template_dir)
         for name, contents in templates.items():
             _atomic_write(self.template_dir / name, contents)
         for path in self.template_dir.iterdir():
