@@ -13,6 +13,7 @@ from tenantplane.db.base import utcnow
 from tenantplane.db.engine import Database
 from tenantplane.idempotency.models import IdempotencyRecord
 from tenantplane.idempotency.repository import advisory_lock_id
+from tenantplane.member.models import Role
 from tests.factories import Factory, TenantFixture
 from tests.http_client import bearer
 
@@ -232,3 +233,27 @@ async def test_concurrent_requests_with_one_key_make_one_resource(
     assert {answer.content for answer in created} == {created[0].content}
     assert all(answer.json()["code"] == "IDEMPOTENCY_KEY_IN_FLIGHT" for answer in others)
     assert await cluster_names(client, tenant) == ["race"]
+
+
+async def test_another_principal_cannot_replay_a_key(
+    client: httpx.AsyncClient, factory: Factory
+) -> None:
+    """A second admin repeating the first admin's key and body would be handed the first
+    admin's answer (for createApiKey: its raw key, even once that key is revoked): the key is
+    the principal's, and another principal's repeat is 422 IDEMPOTENCY_KEY_REUSED."""
+    tenant = await factory.tenant()
+    other_admin = await factory.api_key(tenant.id, Role.admin, display_name="second admin")
+    body = {"displayName": "ci", "role": "readonly"}
+    first = await client.post(f"{tenant.path}/apikeys", json=body, headers=keyed(tenant, "ak"))
+    assert first.status_code == 201
+    stolen = await client.post(
+        f"{tenant.path}/apikeys",
+        json=body,
+        headers={**bearer(other_admin), "Idempotency-Key": "ak"},
+    )
+    assert stolen.status_code == 422, stolen.text
+    assert stolen.json()["code"] == "IDEMPOTENCY_KEY_REUSED"
+    assert first.json()["key"] not in stolen.text
+    # The first principal's own repeat is still its replay.
+    again = await client.post(f"{tenant.path}/apikeys", json=body, headers=keyed(tenant, "ak"))
+    assert again.json() == first.json()

@@ -112,6 +112,13 @@ async def _store_failure(
         log.warning("idempotency record not stored", error=str(exc).splitlines()[0])
 
 
+def _identity(principal: Principal) -> str:
+    """Who sent the request: its API key, or the member a bearer token named."""
+    if principal.api_key_id is not None:
+        return f"api-key:{principal.api_key_id}"
+    return f"member:{principal.email}"
+
+
 @asynccontextmanager
 async def _idempotent(
     request: Request,
@@ -133,7 +140,9 @@ async def _idempotent(
         await check_writable(session, principal.tenant_id)
     key = service.parse_key(header)
     keys: KeyRing = request.app.state.keys
-    fingerprint = service.fingerprint(request.method, request.url.path, await request.body())
+    fingerprint = service.fingerprint(
+        _identity(principal), request.method, request.url.path, await request.body()
+    )
     repository = IdempotencyRepository.from_session(session)
     await service.claim(
         repository,

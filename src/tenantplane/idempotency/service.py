@@ -110,15 +110,17 @@ def parse_key(header: str) -> str:
     return key
 
 
-def fingerprint(method: str, path: str, body: bytes) -> str:
-    """The request's identity: JSON bodies compare by content, not by spacing or key order."""
+def fingerprint(principal: str, method: str, path: str, body: bytes) -> str:
+    """The request's identity: who sends it, and what (JSON bodies compare by content, not by
+    spacing or key order). A key is its principal's: another principal's repeat is a
+    different request (422), never a replay of an answer that was not its own."""
     try:
         canonical = json.dumps(
             json.loads(body), sort_keys=True, separators=(",", ":"), ensure_ascii=False
         ).encode()
     except ValueError:
         canonical = body
-    digest = hashlib.sha256(f"{method} {path}\n".encode())
+    digest = hashlib.sha256(f"{principal}\n{method} {path}\n".encode())
     digest.update(canonical)
     return digest.hexdigest()
 
