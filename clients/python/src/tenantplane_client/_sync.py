@@ -16,6 +16,7 @@ import httpx
 from pydantic import BaseModel, TypeAdapter
 
 from tenantplane_client import models as m
+from tenantplane_client import waiting
 from tenantplane_client.errors import ApiError, ConnectionFailed, WaitTimeout
 from tenantplane_client.limits import (
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -267,8 +268,35 @@ class Clusters(_Api):
         result: m.ClusterRead = self.client.update_loop(read, write, mutate)
         return result
 
-    def upgrade(self, name: str, version: str) -> m.ClusterRead:
-        return self.update(name, lambda _: m.ClusterUpdate(version=version))
+    def upgrade(
+        self,
+        name: str,
+        version: str,
+        *,
+        wait: bool = False,
+        timeout: float = 600.0,
+        interval: float = 2.0,
+        on_progress: Progress | None = None,
+    ) -> m.ClusterRead:
+        """Change the version (``update`` with If-Match). ``wait``: then ``wait_for`` the
+        cluster to run it, Running with VersionUpToDate True (at once when it already did)."""
+        effective = False
+
+        def change(current: m.ClusterRead) -> m.ClusterUpdate:
+            nonlocal effective
+            effective = current.version != version
+            return m.ClusterUpdate(version=version)
+
+        cluster = self.update(name, change)
+        if not wait:
+            return cluster
+        return self.wait_for(
+            name,
+            changed=cluster if effective else None,
+            timeout=timeout,
+            interval=interval,
+            on_progress=on_progress,
+        )
 
     def delete(self, name: str, *, if_match: str | None = None) -> m.ClusterRead:
         headers = {"If-Match": if_match} if if_match else None
@@ -288,35 +316,35 @@ class Clusters(_Api):
         name: str,
         phase: str = "Running",
         *,
+        changed: m.ClusterRead | None = None,
         # The name users expect; the polling loop checks it itself between reads.
         timeout: float = 600.0,
         interval: float = 2.0,
         on_progress: Progress | None = None,
     ) -> m.ClusterRead:
-        """Poll until the cluster is in ``phase`` (and, for HA, its replicas are ready);
-        ``on_progress`` gets the cluster each time its phase or replica counts change."""
+        """Poll until the cluster is in ``phase`` (for Running: its VersionUpToDate condition
+        True and, for HA, its replicas ready). ``changed``, the answer to an effective change
+        of the spec: also until the reconciler has acted on it (``waiting.py``).
+        ``on_progress`` gets the cluster each time its phase, observed generation, version
+        condition or replica counts change."""
         deadline = clock.monotonic() + timeout
+        generation = waiting.least_generation(changed)
         seen: tuple[Any, ...] | None = None
         while True:
             cluster = self.get(name)
-            status = cluster.status
-            state = (
-                status.phase,
-                status.ha_phase,
-                status.ha_replicas_ready,
-                status.ha_etcd_replicas_ready,
-            )
+            state = waiting.progress_state(cluster)
             if state != seen:
                 seen = state
                 if on_progress is not None:
                     on_progress(cluster)
-            if status.phase == phase and (
-                not cluster.high_availability or phase != "Running" or status.ha_configured
-            ):
+            if waiting.arrived(cluster, phase, generation):
                 return cluster
             if clock.monotonic() >= deadline:
                 raise WaitTimeout(
-                    f"cluster {name} is {status.phase}, not {phase}, after {timeout:g} s"
+                    f"cluster {name} is {cluster.status.phase} (observed generation "
+                    f"{cluster.status.observed_generation}), not {phase}"
+                    + (f" at generation {generation} or later" if generation else "")
+                    + f", after {timeout:g} s"
                 )
             time.sleep(interval)
 

@@ -12,6 +12,7 @@ import typer
 from rich.text import Text
 
 from tenantplane_client import models as m
+from tenantplane_client import waiting
 from tenantplane_client._sync import Tenantplane
 from tenantplane_client.cli import kubeconfig, profiles
 from tenantplane_client.cli.common import (
@@ -47,6 +48,9 @@ def _progress_printer() -> Callable[[m.ClusterRead], None]:
                 f"{status.ha_replicas_ready or 0}/{status.ha_replicas_desired or 3}, etcd "
                 f"{status.ha_etcd_replicas_ready or 0}/{status.ha_etcd_replicas_desired or 3}"
             )
+        version = waiting.condition(cluster, waiting.VERSION_UP_TO_DATE)
+        if version is not None and version.get("status") != "True":
+            line += f", version {version.get('reason')}: {version.get('message')}"
         say(line)
 
     return report
@@ -59,7 +63,10 @@ def _wait(api: Tenantplane, name: str, timeout: float, interval: float) -> m.Clu
         )
 
 
-WaitOption = Annotated[bool, typer.Option("--wait", help="Wait until the cluster is Running.")]
+WaitOption = Annotated[
+    bool,
+    typer.Option("--wait", help="Wait until the cluster is Running (and runs its version)."),
+]
 TimeoutOption = Annotated[float, typer.Option(help="Seconds --wait waits at most.")]
 IntervalOption = Annotated[float, typer.Option(help="Seconds between polls while waiting.")]
 
@@ -122,9 +129,18 @@ def clusters_upgrade(
 ) -> None:
     """Upgrade a cluster's Kubernetes version."""
     with client() as api:
-        cluster = api.clusters.upgrade(name, version)
-        if wait:
-            cluster = _wait(api, name, timeout, interval)
+        if not wait:
+            render(api.clusters.upgrade(name, version), output, CLUSTER_COLUMNS)
+            return
+        with stderr.status(Text(f"Waiting for {name} to run {version}…")):
+            cluster = api.clusters.upgrade(
+                name,
+                version,
+                wait=True,
+                timeout=timeout,
+                interval=interval,
+                on_progress=_progress_printer(),
+            )
         render(cluster, output, CLUSTER_COLUMNS)
 
 
