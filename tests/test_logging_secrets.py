@@ -7,8 +7,11 @@ integration and of the global section (as one configuration, receiver by receive
 global section alone), a webhook URL carrying a password, API keys (created by the operator
 and through the API, replayed by Idempotency-Key and used); then the whole output of the
 processes is searched for each value, and for the service's own secret key and database
-password. The drivers (aiosqlite, psycopg), SQLAlchemy, the HTTP clients and uvicorn all
-log at DEBUG unless quieted; their parameters carry the values.
+password. With each alerting backend: the database, Mimir (a loopback fake, reached with the
+basic-auth password the operator stores) and the shared Alertmanager (its files, its
+reload), which are sent every credential. The drivers (aiosqlite, psycopg), SQLAlchemy,
+the HTTP clients and uvicorn all log at DEBUG unless quieted; their parameters carry the
+values.
 """
 
 from __future__ import annotations
@@ -33,8 +36,10 @@ from tenantplane.db.engine import Database
 from tenantplane.logging import configure_logging
 from tests.alerting.test_secret_redaction import SENTINEL, every_credential
 from tests.backends import postgres_database, redis_url
-from tests.conftest import BACKENDS, TEST_SECRET
+from tests.conftest import TEST_SECRET
 from tests.contract.server import TENANTPLANE, free_port, server_env, wait_until_serving
+from tests.fakes.alertmanager_reload import running_refusing_alertmanager
+from tests.fakes.mimir import running_fake_mimir
 
 DATABASE_PASSWORD = "dbpass" + secrets.token_hex(8)
 
@@ -105,20 +110,66 @@ def create_api_keys(api: httpx.Client, tenant: str, values: list[str]) -> None:
         assert used.status_code == 200, used.text
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_debug_logs_hold_no_credential(backend: str, tmp_path: Path) -> None:
+@contextmanager
+def alerting_backend(kind: str, values: list[str]) -> Iterator[tuple[dict[str, str], str]]:
+    """The server's settings for the alerting backend ``kind`` (a loopback fake, which the
+    server sends every credential to) and the password the operator stores for it."""
+    password = token()
+    if kind == "database":
+        yield {}, password
+    elif kind == "mimir":
+        with running_fake_mimir(None) as mimir:
+            mimir.expect_basic("acme", "mimir-user", password)
+            values.append(password)
+            settings = {"TENANTPLANE_ALERTING_BACKEND": "mimir", "TENANTPLANE_MIMIR_URL": mimir.url}
+            yield settings, password
+            # Applied, through the gateway's basic auth with the stored password.
+            assert "smtp_auth_password" in mimir.configs["acme"]["alertmanager_config"]
+    else:
+        with running_refusing_alertmanager(refusals=0) as alertmanager:
+            settings = {
+                "TENANTPLANE_ALERTING_BACKEND": "alertmanager",
+                "TENANTPLANE_ALERTMANAGER_URL": alertmanager.url,
+            }
+            yield settings, password
+            assert alertmanager.reloads >= 1
+
+
+def operator(env: dict[str, str], log: Path, *arguments: str, stdin: str = "") -> str:
+    """Runs an operator command: its output (stdout); its log appended to ``log``."""
+    done = subprocess.run(
+        [TENANTPLANE, *arguments], env=env, input=stdin.encode(), capture_output=True, check=False
+    )
+    with log.open("ab") as output:
+        output.write(done.stderr)
+    assert done.returncode == 0, done.stderr.decode()
+    return done.stdout.decode()
+
+
+CASES = [
+    ("sqlite", "database"),
+    ("postgresql", "database"),
+    ("sqlite", "mimir"),
+    ("postgresql", "alertmanager"),
+]
+
+
+@pytest.mark.parametrize(("database", "alerting"), CASES)
+def test_debug_logs_hold_no_credential(database: str, alerting: str, tmp_path: Path) -> None:
     values: list[str] = [TEST_SECRET]
-    with database_url(backend, tmp_path) as url:
-        if backend == "postgresql":
+    log, operator_log = tmp_path / "stderr", tmp_path / "operator"
+    with database_url(database, tmp_path) as url, alerting_backend(alerting, values) as backend:
+        if database == "postgresql":
             values.append(DATABASE_PASSWORD)
+        settings, mimir_password = backend
         env = {
             **server_env(tmp_path, url),
+            **settings,
             "TENANTPLANE_LOG_LEVEL": "DEBUG",
             "TENANTPLANE_REDIS_URL": redis_url(),
         }
         port = free_port()
         base_url = f"http://127.0.0.1:{port}"
-        log = tmp_path / "stderr"
         with log.open("wb") as err:
             process = subprocess.Popen(
                 [TENANTPLANE, "serve", "--host", "127.0.0.1", "--port", str(port)],
@@ -128,15 +179,17 @@ def test_debug_logs_hold_no_credential(backend: str, tmp_path: Path) -> None:
             )
             try:
                 wait_until_serving(base_url, process, log)
-                operator = subprocess.run(
-                    [TENANTPLANE, "tenant", "create", "acme", "--plan", "enterprise", "--json"],
-                    env=env,
-                    capture_output=True,
-                    check=False,
-                )
-                assert operator.returncode == 0, operator.stderr.decode()
-                admin_key = json.loads(operator.stdout)["apiKey"]["key"]
+                created = operator(env, operator_log, "tenant", "create", "acme", "--json")
+                admin_key = json.loads(created)["apiKey"]["key"]
                 values.append(admin_key)
+                if alerting == "mimir":
+                    operator(
+                        env,
+                        operator_log,
+                        *("alerting", "set-credentials", "acme", "--username", "mimir-user"),
+                        "--secret-stdin",
+                        stdin=mimir_password + "\n",
+                    )
                 headers = {"Authorization": f"Bearer {admin_key}"}
                 with httpx.Client(base_url=base_url, headers=headers, timeout=30) as api:
                     write_every_credential(api, "acme", values)
@@ -145,7 +198,7 @@ def test_debug_logs_hold_no_credential(backend: str, tmp_path: Path) -> None:
                 process.send_signal(signal.SIGTERM)
                 process.wait(timeout=60)
 
-    logged = log.read_text(errors="replace") + operator.stderr.decode(errors="replace")
+    logged = log.read_text(errors="replace") + operator_log.read_text(errors="replace")
     levels = {json.loads(line)["level"] for line in logged.splitlines()}
     assert "debug" in levels  # the processes did log at DEBUG
     assert len(values) > 60
