@@ -32,7 +32,7 @@ def connect(url: str, tenant: Tenant, **options: Any) -> Tenantplane:
 
 
 def test_the_generated_models_and_sync_client_are_current() -> None:
-    """CI fails when docs/openapi.json (or _async.py) changed and the SDK was not regenerated."""
+    """CI fails when docs/openapi.json (or an _async*.py) changed and the SDK is stale."""
     result = subprocess.run(
         [sys.executable, str(ROOT / "clients" / "python" / "codegen.py"), "--check"],
         capture_output=True,
