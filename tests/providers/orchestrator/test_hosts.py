@@ -65,9 +65,9 @@ def test_templates_that_share_hosts_are_refused(template: str, tmp_path: Path) -
         assert ("dev-acme", "corp") in collisions["dev-acme-corp.clusters.example.com"]
         assert ("dev", "acme-corp") in collisions["dev-acme-corp.clusters.example.com"]
     with pytest.raises(ValidationError, match="labels of their own"):
-        Settings(_env_file=None, data_dir=tmp_path, cluster_host_template=template)  # type: ignore[call-arg]
+        Settings(_env_file=None, data_dir=tmp_path, cluster_host_template=template)
 
 
 def test_a_template_naming_the_cluster_must_name_its_tenant(tmp_path: Path) -> None:
     with pytest.raises(ValidationError, match=re.escape("not {tenant}")):
-        Settings(_env_file=None, data_dir=tmp_path, cluster_host_template="{cluster}.example.com")  # type: ignore[call-arg]
+        Settings(_env_file=None, data_dir=tmp_path, cluster_host_template="{cluster}.example.com")
