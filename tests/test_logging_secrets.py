@@ -9,7 +9,8 @@ and through the API, replayed by Idempotency-Key and used); then the whole outpu
 processes is searched for each value, and for the service's own secret key and database
 password. With each alerting backend: the database, Mimir (a loopback fake, reached with the
 basic-auth password the operator stores) and the shared Alertmanager (its files, its
-reload), which are sent every credential. The drivers (aiosqlite, psycopg), SQLAlchemy,
+reload), which are sent every credential; and a vault (its token, a secret's value there)
+that a managed secret points at. The drivers (aiosqlite, psycopg), SQLAlchemy,
 the HTTP clients and uvicorn all log at DEBUG unless quieted; their parameters carry the
 values.
 """
@@ -40,6 +41,7 @@ from tests.conftest import TEST_SECRET
 from tests.contract.server import TENANTPLANE, free_port, server_env, wait_until_serving
 from tests.fakes.alertmanager_reload import running_refusing_alertmanager
 from tests.fakes.mimir import running_fake_mimir
+from tests.fakes.vault import FakeVault, serve
 
 DATABASE_PASSWORD = "dbpass" + secrets.token_hex(8)
 
@@ -146,6 +148,20 @@ def operator(env: dict[str, str], log: Path, *arguments: str, stdin: str = "") -
     return done.stdout.decode()
 
 
+@contextmanager
+def vault_with_a_secret(values: list[str]) -> Iterator[dict[str, str]]:
+    """A fake vault on loopback, its token and the value of a secret at ``apps/db`` of the
+    tenant's mount among ``values``: the server's settings to reach it."""
+    vault = FakeVault(token=token())
+    vault.enable_kv2("tenant-acme")
+    value = token()
+    vault.put("tenant-acme", "apps/db", {"password": value})
+    values += [vault.token, value]
+    with serve(vault) as address:
+        yield {"TENANTPLANE_VAULT_ADDR": address, "TENANTPLANE_VAULT_TOKEN": vault.token}
+    assert ("GET", "tenant-acme/metadata/apps/db") in vault.requests
+
+
 CASES = [
     ("sqlite", "database"),
     ("postgresql", "database"),
@@ -158,13 +174,18 @@ CASES = [
 def test_debug_logs_hold_no_credential(database: str, alerting: str, tmp_path: Path) -> None:
     values: list[str] = [TEST_SECRET]
     log, operator_log = tmp_path / "stderr", tmp_path / "operator"
-    with database_url(database, tmp_path) as url, alerting_backend(alerting, values) as backend:
+    with (
+        database_url(database, tmp_path) as url,
+        alerting_backend(alerting, values) as backend,
+        vault_with_a_secret(values) as vault,
+    ):
         if database == "postgresql":
             values.append(DATABASE_PASSWORD)
         settings, mimir_password = backend
         env = {
             **server_env(tmp_path, url),
             **settings,
+            **vault,
             "TENANTPLANE_LOG_LEVEL": "DEBUG",
             "TENANTPLANE_REDIS_URL": redis_url(),
         }
@@ -194,6 +215,10 @@ def test_debug_logs_hold_no_credential(database: str, alerting: str, tmp_path: P
                 with httpx.Client(base_url=base_url, headers=headers, timeout=30) as api:
                     write_every_credential(api, "acme", values)
                     create_api_keys(api, "acme", values)
+                    managed = api.post(
+                        "/api/v1/tenants/acme/secrets", json={"name": "db", "secretPath": "apps/db"}
+                    )
+                    assert managed.status_code == 201, managed.text
             finally:
                 process.send_signal(signal.SIGTERM)
                 process.wait(timeout=60)
