@@ -46,7 +46,7 @@ EVERY_FIELD_YAML = """
 global:
   resolve_timeout: 5m
   http_config:
-    follow_redirects: true
+    follow_redirects: false
     enable_http2: true
     tls_config:
       server_name: x
@@ -913,6 +913,26 @@ STRICTER: list[tuple[str, Wrapper, str]] = [
                 }
             ]
         ),
+        "DESTINATION_BLOCKED",
+    ),
+    (
+        "follow-redirects",
+        receiver(webhook_configs=[{**HOOK, "http_config": {"follow_redirects": True}}]),
+        "REDIRECTS_NOT_ALLOWED",
+    ),
+    (
+        "global-follow-redirects",
+        wrapper(glob={"http_config": {"follow_redirects": True}}),
+        "REDIRECTS_NOT_ALLOWED",
+    ),
+    (
+        "webhook-full-width-loopback",
+        receiver(webhook_configs=[{"url": "http://\uff11\uff12\uff17\uff0e0\uff0e0\uff0e1/"}]),
+        "DESTINATION_BLOCKED",
+    ),
+    (
+        "webhook-ip6-localhost",
+        receiver(webhook_configs=[{"url": "http://ip6-localhost/"}]),
         "DESTINATION_BLOCKED",
     ),
     ("regex-deep", child(match_re={"a": "(?:" * 101 + "a" + ")" * 101}), "REGEX_TOO_DEEP"),

@@ -46,17 +46,33 @@ _INHERITED: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
+def _without_redirects(receiver: dict[str, Any]) -> dict[str, Any]:
+    """``receiver`` with ``follow_redirects: false`` in every integration's own http_config
+    (Alertmanager's default is true): a receiver answering 307 to an internal address would
+    otherwise lead Alertmanager past the receivers firewall."""
+    rendered = copy.deepcopy(receiver)
+    for key, integrations in rendered.items():
+        if key in ("name", "email_configs") or not isinstance(integrations, list):
+            continue
+        for integration in integrations:
+            if isinstance(integration.get("http_config"), dict):
+                integration["http_config"]["follow_redirects"] = False
+    return rendered
+
+
 def dump_yaml(value: Any) -> str:
     return yaml.safe_dump(value, sort_keys=False, allow_unicode=True, default_flow_style=False)
 
 
 def alertmanager_config(document: Document, template_paths: list[str]) -> dict[str, Any]:
     """One tenant's document as an Alertmanager configuration (the YAML's structure)."""
-    config: dict[str, Any] = {}
-    if document["global"]:
-        config["global"] = copy.deepcopy(document["global"])
+    # Integrations without an http_config of their own inherit the global one: redirects
+    # off there too.
+    glob = copy.deepcopy(document["global"])
+    glob["http_config"] = {**glob.get("http_config", {}), "follow_redirects": False}
+    config: dict[str, Any] = {"global": glob}
     config["route"] = copy.deepcopy(document["route"])
-    config["receivers"] = copy.deepcopy(document["receivers"])
+    config["receivers"] = [_without_redirects(r) for r in document["receivers"]]
     if document["time_intervals"]:
         config["time_intervals"] = copy.deepcopy(document["time_intervals"])
     if template_paths:
@@ -143,13 +159,17 @@ def shared_config(documents: Mapping[str, Document], template_dir: str) -> dict[
     routes: list[dict[str, Any]] = []
     for tenant, document in sorted(documents.items()):
         for receiver in document["receivers"]:
-            renamed = _with_globals(receiver, document["global"])
+            renamed = _without_redirects(_with_globals(receiver, document["global"]))
             renamed["name"] = shared_name(tenant, receiver["name"])
             receivers.append(renamed)
         for entry in document["time_intervals"]:
             intervals.append({**copy.deepcopy(entry), "name": shared_name(tenant, entry["name"])})
         routes.append(tenant_subtree(tenant, document))
-    config: dict[str, Any] = {"route": {"receiver": UNROUTED_RECEIVER, "routes": routes}}
+    config: dict[str, Any] = {
+        # Inherited by integrations without an http_config (tenants' own are inlined).
+        "global": {"http_config": {"follow_redirects": False}},
+        "route": {"receiver": UNROUTED_RECEIVER, "routes": routes},
+    }
     config["receivers"] = receivers
     if intervals:
         config["time_intervals"] = intervals

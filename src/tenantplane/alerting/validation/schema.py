@@ -163,6 +163,18 @@ def fields_of_kinds(
         yield check, value, path
 
 
+def no_redirects(value: Any, path: str) -> None:
+    """``follow_redirects``: only false. A receiver answering a redirect would lead
+    Alertmanager past the receivers firewall; rendered configurations set false anyway."""
+    boolean(value, path)
+    if value:
+        raise ConfigError(
+            "redirects are never followed: follow_redirects may only be false",
+            path,
+            "REDIRECTS_NOT_ALLOWED",
+        )
+
+
 TLS_VERSIONS = frozenset({"TLS10", "TLS11", "TLS12", "TLS13"})
 
 
@@ -202,7 +214,7 @@ _HTTP_FIELDS: dict[str, Check] = {
     "bearer_token_file": not_allowed,
     "proxy_url": not_allowed,
     "tls_config": tls_config,
-    "follow_redirects": boolean,
+    "follow_redirects": no_redirects,
     "enable_http2": boolean,
 }
 
