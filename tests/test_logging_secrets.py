@@ -261,11 +261,16 @@ def test_quieted_loggers_stay_quiet_below_warning_whatever_their_level(
 
 async def test_database_errors_carry_no_parameters(database: Database) -> None:
     """An error's message (logged with the traceback of an unhandled error) names the
-    statement, not the values bound to it."""
+    statement, not the values bound to it (before: "[parameters: ('cred…',)]")."""
     value = token()
     statement = text("SELECT * FROM no_such_table WHERE secret = :value")
     with pytest.raises(DBAPIError) as raised:
         async with database.transaction() as session:
             await session.execute(statement, {"value": value})
+    assert "no_such_table" in str(raised.value)
+    assert value not in str(raised.value)
+    # The plain reads (db/reads.py: sqlite3 or psycopg directly) raise SQLAlchemy's errors too.
+    with pytest.raises(DBAPIError) as raised:
+        await database.reads.all(statement, {"value": value})
     assert "no_such_table" in str(raised.value)
     assert value not in str(raised.value)
