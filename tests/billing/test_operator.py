@@ -174,6 +174,13 @@ async def test_plans_are_served_to_any_authenticated_caller(
     assert limits["starter"] == {"clusters": 3, "cpu": "8", "memory": "16Gi", "storage": "200Gi"}
     anonymous: httpx.Response = await deployment.client.get("/plans")
     assert anonymous.status_code == 401
+    # One plan by its name; an unknown one is 404 in the envelope.
+    pro = await deployment.client.get("/plans/pro", headers=bearer(tenant.readonly_key))
+    assert pro.status_code == 200
+    assert pro.json() == next(p for p in response.json()["items"] if p["name"] == "pro")
+    missing = await deployment.client.get("/plans/gold", headers=bearer(tenant.readonly_key))
+    assert (missing.status_code, missing.json()["code"]) == (404, "NOT_FOUND")
+    assert (await deployment.client.get("/plans/pro")).status_code == 401
 
 
 async def test_a_broken_price_list_is_refused_with_a_message(

@@ -15,7 +15,7 @@ from tenantplane.billing.schemas import InvoiceRead, PlanRead, PortalSessionRead
 from tenantplane.catalogue.plans import load_plans
 from tenantplane.db.session import ReadsDep, SessionDep
 from tenantplane.http.documents import DocumentResponse, EncodedDocuments
-from tenantplane.http.errors import error_responses
+from tenantplane.http.errors import NotFound, error_responses
 from tenantplane.http.etag import set_etag
 from tenantplane.http.schemas import ItemList
 from tenantplane.idempotency.dependency import (
@@ -120,11 +120,27 @@ async def list_plans(identity: AnyCaller, request: Request) -> ItemList[PlanRead
 
     The plan catalogue, read-only: each plan's limits and prices. Any authenticated caller.
     """
+    return ItemList[PlanRead](items=[_plan(request, plan) for plan in Plan])
+
+
+@router.get("/plans/{name}", responses=error_responses(404))
+async def get_plan(identity: AnyCaller, request: Request, name: str) -> PlanRead:
+    """Get a plan.
+
+    One plan of the catalogue: its limits and prices. Any authenticated caller; 404 for a
+    name the catalogue does not have.
+    """
+    try:
+        plan = Plan(name)
+    except ValueError:
+        raise NotFound("plan") from None
+    return _plan(request, plan)
+
+
+def _plan(request: Request, plan: Plan) -> PlanRead:
     catalogue = load_plans(request.app.state.settings.plans_file)
     prices = billing_context(request).prices
-    return ItemList[PlanRead](
-        items=[PlanRead.of(catalogue.limits(plan), prices.for_plan(plan.value)) for plan in Plan]
-    )
+    return PlanRead.of(catalogue.limits(plan), prices.for_plan(plan.value))
 
 
 @router.post("/webhooks/paddle")

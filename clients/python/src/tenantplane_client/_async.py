@@ -176,6 +176,10 @@ class AsyncTenantplane:
         result: m.ItemListPlanRead = await self.call(m.ItemListPlanRead, "GET", "/plans")
         return result.items
 
+    async def plan(self, name: str) -> m.PlanRead:
+        result: m.PlanRead = await self.call(m.PlanRead, "GET", f"/plans/{_segment(name)}")
+        return result
+
     async def update(self, resource: Any, mutate: Callable[[Any], Any]) -> Any:
         """Re-read ``resource``, apply ``mutate`` to it, write with If-Match; on 412 read
         and reapply again, up to 3 times. ``mutate`` returns the update body."""
@@ -206,6 +210,7 @@ class AsyncTenantplane:
 # test holds this against docs/openapi.json.
 OPERATIONS: dict[str, str] = {
     "listPlans": "plans",
+    "getPlan": "plan",
     "listVersions": "versions",
     "getTenant": "get_tenant",
     "updateTenant": "update_tenant",

@@ -177,6 +177,10 @@ class Tenantplane:
         result: m.ItemListPlanRead = self.call(m.ItemListPlanRead, "GET", "/plans")
         return result.items
 
+    def plan(self, name: str) -> m.PlanRead:
+        result: m.PlanRead = self.call(m.PlanRead, "GET", f"/plans/{_segment(name)}")
+        return result
+
     def update(self, resource: Any, mutate: Callable[[Any], Any]) -> Any:
         """Re-read ``resource``, apply ``mutate`` to it, write with If-Match; on 412 read
         and reapply again, up to 3 times. ``mutate`` returns the update body."""
@@ -207,6 +211,7 @@ class Tenantplane:
 # test holds this against docs/openapi.json.
 OPERATIONS: dict[str, str] = {
     "listPlans": "plans",
+    "getPlan": "plan",
     "listVersions": "versions",
     "getTenant": "get_tenant",
     "updateTenant": "update_tenant",
