@@ -212,3 +212,31 @@ async def test_the_real_alertmanager_dials_loopback_for_these_forms_and_the_api_
         assert response.json()["field"] == "webhook_configs[0].url"
     assert shared_alertmanager.config_file.read_text() == before
     assert sink.bodies("/api") == []
+
+
+async def test_the_shared_alertmanager_stays_out_of_reach_in_every_written_form(
+    loopback_shared_client: httpx.AsyncClient,
+    shared_alertmanager: SharedAlertmanager,
+    factory: Factory,
+) -> None:
+    """Even with private addresses allowed, no form of its own address reaches /-/reload."""
+    tenant = await factory.tenant()
+    port = int(shared_alertmanager.url.rsplit(":", 1)[1])
+    before = shared_alertmanager.config_file.read_text()
+    for host in [
+        *(h for h in NON_ASCII_HOSTS if h not in ("１６９．２５４．１６９．２５４", "⑩.0.0.1")),  # noqa: RUF001
+        "ip6-localhost",
+        "localhost.localdomain",
+        "localhost4",
+        "[::ffff:0:7f00:1]",
+        "[::ffff:0:127.0.0.1]",
+    ]:
+        response = await loopback_shared_client.put(
+            f"{tenant.path}/alerting/receivers/reload",
+            json={"webhook_configs": [{"url": f"http://{host}:{port}/-/reload"}]},
+            headers=bearer(tenant.admin_key),
+        )
+        assert response.status_code == 400, (host, response.text)
+        assert response.json()["code"] == "DESTINATION_BLOCKED", host
+        assert response.json()["field"] == "webhook_configs[0].url"
+    assert shared_alertmanager.config_file.read_text() == before
