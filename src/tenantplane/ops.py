@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from fastapi import APIRouter, Request, Response
+from fastapi.responses import RedirectResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 
@@ -39,6 +40,12 @@ class Readiness(OutputModel):
     # with TENANTPLANE_REDIS_FAILURE_POLICY=open: requests are served without rate limits).
     status: Literal["ready", "degraded"]
     checks: dict[str, CheckResult]
+
+
+@router.get("/", include_in_schema=False)
+async def root(_: Public) -> RedirectResponse:
+    # Someone opening the service's address in a browser finds its API documentation.
+    return RedirectResponse("/docs", status_code=307)
 
 
 @router.get("/healthz")

@@ -26,6 +26,14 @@ async def test_health_and_readiness(client: httpx.AsyncClient) -> None:
     assert ready.json() == {"status": "ready", "checks": {"database": "ok"}}
 
 
+async def test_the_root_leads_to_the_api_documentation(client: httpx.AsyncClient) -> None:
+    # Before: a JSON 404 for someone opening the service's address in a browser.
+    base = str(client.base_url).removesuffix("/api/v1/").removesuffix("/api/v1")
+    response = await client.get(f"{base}/", follow_redirects=False)
+    assert (response.status_code, response.headers["location"]) == (307, "/docs")
+    assert (await client.get(f"{base}/docs")).status_code == 200
+
+
 async def test_metrics_count_requests_by_route_template(
     client: httpx.AsyncClient, factory: Factory
 ) -> None:
