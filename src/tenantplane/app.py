@@ -24,6 +24,7 @@ from tenantplane.cluster.routes import versions_router as cluster_versions_route
 from tenantplane.config import Settings
 from tenantplane.db.engine import Database
 from tenantplane.http.body_limit import RequestBodyMiddleware
+from tenantplane.http.cors import install_cors
 from tenantplane.http.documents import EncodedDocuments
 from tenantplane.http.errors import error_responses, install_error_handlers
 from tenantplane.http.observability import HttpMetrics, ObservabilityMiddleware, RouteTemplates
@@ -167,5 +168,8 @@ def create_app(
         templates=app.state.route_templates,
     )
     app.add_middleware(RequestIdMiddleware)
+    # Outside the rate limiter and the body limit: their refusals carry CORS headers too, so
+    # that a browser application can read a 429's Retry-After.
+    install_cors(app, settings.cors_origins)
     app.add_middleware(SecurityHeadersMiddleware, headers=app.state.security_headers)
     return app

@@ -11,6 +11,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from tenantplane.db.urls import display_url, normalise_database_url
+from tenantplane.http.cors import check_origin
 from tenantplane.keys import KeyRing
 from tenantplane.providers.orchestrator import host_template_problem
 
@@ -72,6 +73,9 @@ class Settings(BaseSettings):
     # Per sending address on /api/v1/webhooks/ (Paddle's deliveries), instead of RATE_LIMIT.
     webhook_rate_limit: str = "600/minute"
     trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # Browser origins allowed to call the API (CORS; exact origins, comma-separated); none:
+    # CORS is off (docs/security.md).
+    cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     # Authentication failures from one IP tolerated before backoff starts.
     auth_failure_threshold: int = 5
     auth_backoff_base_seconds: int = 1
@@ -256,13 +260,22 @@ class Settings(BaseSettings):
         return normalise_database_url(value)
 
     @field_validator(
-        "trusted_proxies", "alerting_firewall_block_cidrs", "secret_key_fallbacks", mode="before"
+        "trusted_proxies",
+        "alerting_firewall_block_cidrs",
+        "secret_key_fallbacks",
+        "cors_origins",
+        mode="before",
     )
     @classmethod
     def _split_lists(cls, value: object) -> object:
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
+
+    @field_validator("cors_origins")
+    @classmethod
+    def _check_origins(cls, value: list[str]) -> list[str]:
+        return [check_origin(origin) for origin in value]
 
     @field_validator("trusted_proxies", "alerting_firewall_block_cidrs")
     @classmethod
