@@ -90,6 +90,7 @@ def anti_affinity(app: str, release: str) -> dict[str, Any]:
 def vcluster_values(spec: ClusterSpec, chart: ChartSettings) -> dict[str, Any]:
     replicas = replicas_desired(spec.high_availability)
     host = external_host(spec, chart.host_template)
+    hostname = host.split(":")[0]  # a port in the template stays in the server only
     api_server = pod_resources(spec, API_SERVER_SHARE, replicas)
     etcd_set: dict[str, Any] = {
         "highAvailability": {"replicas": replicas},
@@ -135,9 +136,9 @@ def vcluster_values(spec: ClusterSpec, chart: ChartSettings) -> dict[str, Any]:
             "statefulSet": control_plane_set,
             "backingStore": {"etcd": {"deploy": {"enabled": True, "statefulSet": etcd_set}}},
             "coredns": {"deployment": {"resources": copy.deepcopy(COREDNS_RESOURCES)}},
-            "proxy": {"extraSANs": [host.split(":")[0]]},
+            "proxy": {"extraSANs": [hostname]},
             # Exposure: one ingress host per cluster (the chart uses the value literally).
-            "ingress": {"enabled": True, "host": host.split(":")[0]},
+            "ingress": {"enabled": True, "host": hostname},
         },
         # The kubeconfig vCluster writes into vc-<cluster> names the external address.
         "exportKubeConfig": {"server": f"https://{host}"},
