@@ -669,12 +669,17 @@ class _Handler(QuietHandler):
             if failure is not None:
                 raise PaddleError(failure.status, failure.code, failure.detail, failure.type)
             answer = self._route(method, path, query, body)
-            self._hold(method, path)
-            self._reply(200 if method == "GET" else 201, answer)
+            hold = self._hold(method, path)
         except PaddleError as error:
             self._error(error)
+            return
+        try:
+            self._reply(200 if method == "GET" else 201, answer)
         except (BrokenPipeError, ConnectionResetError):
             return
+        finally:
+            if hold is not None:
+                hold.answered.set()
 
     def _failure(self, method: str, path: str) -> Failure | None:
         with self.state.lock:
@@ -683,10 +688,11 @@ class _Handler(QuietHandler):
                 self.state.failures.remove(failure)
         return failure
 
-    def _hold(self, method: str, path: str) -> None:
+    def _hold(self, method: str, path: str) -> Hold | None:
         hold = self.state.holds.take(method, path)
         if hold is not None:
             hold.wait()
+        return hold
 
     def _authenticate(self) -> None:
         header = self.headers.get("Authorization")

@@ -25,13 +25,15 @@ WAIT_SECONDS = 10.0
 class Hold:
     """The answer to a call held back (after the call took effect, where it has one): as a
     network, or a client frozen before it reads it, would lose it. ``reached`` is set once
-    the call waits; ``release`` lets the answer go (to whoever still listens)."""
+    the call waits; ``release`` lets the answer go (to whoever still listens); ``answered``
+    is set once the answer is written (or the client was gone)."""
 
     method: str
     prefix: str
     timeout: float = 300.0
     reached: threading.Event = field(default_factory=threading.Event)
     released: threading.Event = field(default_factory=threading.Event)
+    answered: threading.Event = field(default_factory=threading.Event)
 
     def matches(self, method: str, path: str) -> bool:
         return self.method == method and path.startswith(self.prefix)

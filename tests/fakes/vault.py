@@ -36,6 +36,7 @@ from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -174,8 +175,15 @@ class FakeVault:
         route = request.path_params["route"]
         self.requests.append((request.method, route))
         hold = self.holds.take(request.method, route)
-        if hold is not None:
-            await asyncio.to_thread(hold.wait)
+        if hold is None:
+            return await self._answer(request, route)
+        await asyncio.to_thread(hold.wait)
+        response = await self._answer(request, route)
+        # Background tasks run once the whole answer is sent.
+        response.background = BackgroundTask(hold.answered.set)
+        return response
+
+    async def _answer(self, request: Request, route: str) -> Response:
         if request.client is not None:
             with self._lock:
                 self.client_ports.add(request.client.port)

@@ -227,6 +227,14 @@ async def test_a_process_frozen_between_its_look_up_and_its_create_creates_nothi
         )
         for hold in rng.sample(holds, len(holds)):
             hold.release()
+
+        async def answered() -> bool:
+            return all(hold.answered.is_set() for hold in holds)
+
+        # Every answer waits in the frozen process's sockets before it wakes: its one-second
+        # read timeout lapsed while it was stopped, so an answer written later would lose
+        # the race to that timeout and the process would stop for another reason.
+        await eventually(answered, "every look-up answered", DEADLINE_SECONDS)
         first.resume()
         code = await asyncio.to_thread(first.wait)
         creates = paddle.calls("POST", "/transactions")
@@ -327,6 +335,8 @@ async def test_a_secret_deleted_while_its_worker_was_frozen_is_not_copied_back(
         await eventually(cleaned_up, "the other worker to finish the deletion", 60)
         await asyncio.sleep(rng.uniform(0, 0.5))
         hold.release()
+        # As with Paddle's look-ups: the answer must be there before the worker wakes.
+        await eventually(lambda: _true(hold.answered.is_set()), "the vault answer", 60)
         frozen.resume()
 
         async def copies() -> list[SimulatedSecretCopy]:
