@@ -103,6 +103,11 @@ async def test_faults_degrade_and_recover_an_ha_cluster(
         database_url, "fail-replica", tenant.name, "ha", "--component", "etcd", "--count", "2"
     )
     assert code == 0, output
+    # One line, the replicas said once (they were repeated from the observation's message).
+    assert output == (
+        f"cluster ha of tenant {tenant.name}: stage ready, "
+        "control plane 2/3 ready, etcd 1/3 ready\n"
+    ), output
     unavailable = await poll(
         client,
         path,
@@ -117,6 +122,7 @@ async def test_faults_degrade_and_recover_an_ha_cluster(
     code, output = await simulator(database_url, "recover", tenant.name, "ha")
     assert code == 0, output
     assert output.startswith(f"cluster ha of tenant {tenant.name}: stage "), output
+    assert output.count("control plane") == output.count("etcd") == 1, output
     recovered = await poll(
         client,
         path,

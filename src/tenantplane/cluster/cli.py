@@ -68,12 +68,14 @@ def _observation_json(observation: Observation) -> dict[str, object]:
 
 
 def _observation_text(tenant: str, name: str, observation: Observation) -> str:
+    # The simulator's message already counts the ready replicas (after what it is doing, if
+    # anything): printed as it is, not after a count of our own, which said them twice.
     control_plane, etcd = observation.control_plane, observation.etcd
-    return (
-        f"cluster {name} of tenant {tenant}: stage {observation.stage}, control plane "
-        f"{control_plane.ready}/{control_plane.desired} ready, etcd {etcd.ready}/{etcd.desired} "
-        "ready" + (f" ({observation.message})" if observation.message else "")
+    detail = observation.message or (
+        f"control plane {control_plane.ready}/{control_plane.desired} ready, "
+        f"etcd {etcd.ready}/{etcd.desired} ready"
     )
+    return f"cluster {name} of tenant {tenant}: stage {observation.stage}, {detail}"
 
 
 def _run(
