@@ -16,7 +16,7 @@ from tenantplane.db.session import DatabaseDep
 from tenantplane.http.errors import ServiceUnavailable, error_responses
 from tenantplane.http.ratelimit_store import StoreGuard
 from tenantplane.http.schemas import OutputModel
-from tenantplane.reconcile.runner import Supervisor
+from tenantplane.reconcile.supervisor import Supervisor
 
 router = APIRouter(tags=["operations"])
 

@@ -19,7 +19,7 @@ from tenantplane.db.engine import Database
 from tenantplane.reconcile import registry
 from tenantplane.reconcile.metrics import ReconcileMetrics
 from tenantplane.reconcile.registry import ReconcilerFactory
-from tenantplane.reconcile.runner import Supervisor
+from tenantplane.reconcile.supervisor import Supervisor
 from tenantplane.secret.reconciler import build_secret_reconciler
 from tenantplane.warmup import configure_models
 

@@ -34,8 +34,8 @@ from tenantplane.providers.alerting.base import (
 )
 from tenantplane.reconcile.fence import Fence
 from tenantplane.reconcile.lease import LeaseGuard
+from tenantplane.reconcile.reconciler import Reconciler
 from tenantplane.reconcile.registry import ReconcileContext
-from tenantplane.reconcile.runner import Reconciler
 from tenantplane.tenant.models import Tenant, TenantState
 
 log = structlog.get_logger(__name__)

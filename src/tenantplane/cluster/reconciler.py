@@ -36,8 +36,8 @@ from tenantplane.providers.orchestrator import (
 from tenantplane.providers.sync import ClusterRef
 from tenantplane.reconcile.fence import Fence, hold_each
 from tenantplane.reconcile.lease import GuardedWrite, LeaseGuard, update_each
+from tenantplane.reconcile.reconciler import Reconciler
 from tenantplane.reconcile.registry import ReconcileContext
-from tenantplane.reconcile.runner import Reconciler
 from tenantplane.secret.service import clusters_changed
 from tenantplane.tenant.models import Tenant
 

@@ -3,7 +3,9 @@
 from tenantplane.reconcile.fence import UNFENCED, Fence, LeaseLost, WriteFence
 from tenantplane.reconcile.hints import wake_after_commit, wake_now
 from tenantplane.reconcile.lease import Lease, Leased, LeaseGuard, ready_condition, released
-from tenantplane.reconcile.runner import Reconciler, ReconcilerRunner, Supervisor
+from tenantplane.reconcile.reconciler import Reconciler
+from tenantplane.reconcile.runner import ReconcilerRunner
+from tenantplane.reconcile.supervisor import Supervisor
 
 __all__ = [
     "UNFENCED",

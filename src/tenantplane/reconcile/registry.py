@@ -19,7 +19,8 @@ from typing import Any, TypeVar
 from tenantplane.config import Settings
 from tenantplane.db.engine import Database
 from tenantplane.reconcile.metrics import ReconcileMetrics
-from tenantplane.reconcile.runner import Reconciler, Supervisor
+from tenantplane.reconcile.reconciler import Reconciler
+from tenantplane.reconcile.supervisor import Supervisor
 
 T = TypeVar("T")
 

@@ -22,7 +22,7 @@ from tenantplane.db.engine import Database, DatabaseOptions
 from tenantplane.heap import heap_settled
 from tenantplane.logging import configure_logging
 from tenantplane.reconcile.metrics import ReconcileMetrics, register_runtime_collectors
-from tenantplane.reconcile.runner import Supervisor
+from tenantplane.reconcile.supervisor import Supervisor
 
 log = structlog.get_logger(__name__)
 
