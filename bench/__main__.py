@@ -106,16 +106,21 @@ def create_tenant(env: dict[str, str], name: str, plan: str = "enterprise") -> T
 
 def row(figures: Figures, baseline: Figures | None, note: str = "") -> str:
     ratio = f"{figures.rate / baseline.rate:.2f}" if baseline and baseline.rate else "-"
+    others = f"{figures.others_cores:.2f}" + (" LOADED" if figures.loaded else "")
     return (
         f"| {figures.name} | {figures.rate:,.0f} | {figures.p50_ms:.1f} | {figures.p99_ms:.1f} "
-        f"| {figures.cpu_ms_per_request:.2f} | {ratio} | {figures.errors} | {note} |"
+        f"| {figures.cpu_ms_per_request:.2f} | {ratio} | {figures.errors} | {others} | {note} |"
     )
 
 
 HEADER = [
-    "| scenario | req/s | p50 ms | p99 ms | CPU ms/req | ratio to (a) | errors | note |",
-    "|---|---|---|---|---|---|---|---|",
+    "| scenario | req/s | p50 ms | p99 ms | CPU ms/req | ratio to (a) | errors "
+    "| others' cores | note |",
+    "|---|---|---|---|---|---|---|---|---|",
 ]
+
+#: A machine whose one-minute load average is above this before the run is not idle.
+IDLE_LOAD_AVERAGE = 0.5
 
 
 def emit(options: Options, line: str) -> None:
@@ -441,14 +446,26 @@ def main() -> None:
     parser.add_argument("--only", default=SCENARIOS, help="scenario letters, e.g. abc")
     parser.add_argument("--output", type=Path, help="also write the tables to this file")
     parser.add_argument("--keep", action="store_true", help="keep the logs and SQLite files")
+    parser.add_argument(
+        "--loaded-ok",
+        action="store_true",
+        help=f"run even if the load average is above {IDLE_LOAD_AVERAGE} (figures flagged)",
+    )
     arguments = parser.parse_args()
+    load_average = os.getloadavg()[0]
+    if load_average > IDLE_LOAD_AVERAGE and not arguments.loaded_ok:
+        raise SystemExit(
+            f"the machine is not idle (load average {load_average:.2f} > {IDLE_LOAD_AVERAGE}): "
+            "ratios taken now are not comparable; wait, or pass --loaded-ok"
+        )
     workdir = Path(tempfile.mkdtemp(prefix="tenantplane-bench-"))
     options = Options(arguments.seconds, arguments.connections, arguments.only, workdir)
     backends = ["sqlite", "postgresql"] if arguments.backend == "both" else [arguments.backend]
     emit(
         options,
         f"tenantplane bench {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, "
-        f"{os.cpu_count()} CPUs, wrk -c{options.connections} {options.seconds:.0f} s per scenario",
+        f"{os.cpu_count()} CPUs, wrk -c{options.connections} {options.seconds:.0f} s per scenario, "
+        f"load average {load_average:.2f} before the run",
     )
     try:
         for backend in backends:

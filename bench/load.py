@@ -5,15 +5,21 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.server import Process
+from bench.server import TICKS_PER_SECOND, Process
 
 SCRIPT = Path(__file__).with_name("report.lua")
+
+#: Cores' worth of CPU that processes other than the server, wrk and the harness may use
+#: during a run before its figures are flagged: on a 2-core machine a neighbour using a
+#: tenth of a core already moves the ratios by several points.
+OTHERS_LIMIT_CORES = 0.1
 
 
 @dataclass(frozen=True)
@@ -27,6 +33,8 @@ class Figures:
     cpu_seconds: float
     #: CPU seconds of each watched process (the server first) over the run.
     cpu_by_process: tuple[float, ...] = ()
+    #: Cores' worth of CPU used meanwhile by every other process of the machine.
+    others_cores: float = 0.0
 
     @property
     def rate(self) -> float:
@@ -35,6 +43,25 @@ class Figures:
     @property
     def cpu_ms_per_request(self) -> float:
         return 1000 * self.cpu_seconds / self.requests if self.requests else 0.0
+
+    @property
+    def loaded(self) -> bool:
+        """Whether other processes used enough CPU during the run to skew its figures."""
+        return self.others_cores > OTHERS_LIMIT_CORES
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds every core of the machine has spent busy since boot: /proc/stat's first
+    line, everything but idle and iowait (user nice system idle iowait irq softirq steal)."""
+    fields = [int(value) for value in Path("/proc/stat").read_text().split()[1:9]]
+    return (sum(fields) - fields[3] - fields[4]) / TICKS_PER_SECOND
+
+
+def own_cpu_seconds() -> float:
+    """CPU seconds of this process and of its children that have ended (wrk, once waited)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def settle(processes: list[Process], patience_seconds: float = 60.0) -> None:
@@ -90,8 +117,11 @@ def run_wrk(
     watched = [server, *(also or [])]
     settle(watched)
     before = [process.cpu() for process in watched]
+    busy, own, started = machine_busy_seconds(), own_cpu_seconds(), time.monotonic()
     done = subprocess.run(command, env=env, check=True, capture_output=True, text=True)
     used = tuple(process.cpu() - start for process, start in zip(watched, before, strict=True))
+    others = machine_busy_seconds() - busy - (own_cpu_seconds() - own) - sum(used)
+    wall = time.monotonic() - started
     for x in done.stdout.splitlines():
         if x.startswith("BENCH_FIRST_ERROR"):
             print(x[:300])
@@ -110,4 +140,5 @@ def run_wrk(
         errors=errors,
         cpu_seconds=sum(used),
         cpu_by_process=used,
+        others_cores=max(0.0, others / wall) if wall > 0 else 0.0,
     )
