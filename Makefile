@@ -38,7 +38,7 @@ test-system: uv test-deps
 # controller manager, the scheduler and kwok (nodes without containers), Flux's controllers
 # with the vCluster chart, External Secrets and OpenBao, built once from their Go modules into
 # a cache outside the tree (scripts/testbed); one bed serves the whole run.
-test-kubernetes: install
+test-kubernetes: install test-deps
 	scripts/testbed build --all
 	$(UV) run pytest tests/kubernetes -m kubernetes -p no:randomly $(PYTEST_ARGS)
 

@@ -27,7 +27,7 @@ POSTGRES_URL = os.environ.get(
     "TENANTPLANE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )
 REDIS_URL = os.environ.get("TENANTPLANE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-INSTALL_SERVICES = "sudo scripts/test-deps --services"
+INSTALL_SERVICES = "sudo scripts/test-deps"
 INSTALL_TOOLS = "sudo scripts/test-deps"
 
 
