@@ -24,6 +24,7 @@ from tenantplane.cluster.routes import versions_router as cluster_versions_route
 from tenantplane.config import Settings
 from tenantplane.db.engine import Database
 from tenantplane.http.body_limit import RequestBodyMiddleware
+from tenantplane.http.conditional import ConditionalGetMiddleware
 from tenantplane.http.cors import install_cors
 from tenantplane.http.documents import EncodedDocuments
 from tenantplane.http.errors import error_responses, install_error_handlers
@@ -152,7 +153,9 @@ def create_app(
     include_api(app)
 
     # Added innermost first: security headers and request ids wrap everything, proxies are
-    # resolved before the rate limiter reads the client address.
+    # resolved before the rate limiter reads the client address. A 304 is made innermost,
+    # so that it carries the rate limit's headers as the 200 it replaces would have.
+    app.add_middleware(ConditionalGetMiddleware)
     app.add_middleware(
         RateLimitMiddleware,
         limiter=app.state.rate_limiter,

@@ -42,7 +42,7 @@ from tenantplane.alerting.validation.limits import check_name
 from tenantplane.alerting.validation.policy import Policy
 from tenantplane.db.session import SessionDep
 from tenantplane.http.errors import NotFound, ValidationFailed, error_responses
-from tenantplane.http.etag import IfMatch, set_etag
+from tenantplane.http.etag import NOT_MODIFIED, IfMatch, set_etag
 from tenantplane.keys import KeyRing
 from tenantplane.providers.alerting.base import AlertingBackend
 
@@ -68,6 +68,11 @@ def _responses(
         if created:
             responses[201] = {"model": model, "description": "Created"}
     return responses
+
+
+def _read_responses(model: type[BaseModel] | None, *errors: int) -> dict[int | str, dict[str, Any]]:
+    """A read's: every one sends the wrapper ETag, so every one is conditional."""
+    return {**_responses(model, *errors), **NOT_MODIFIED}
 
 
 async def get_backend(request: Request) -> AlertingBackend:
@@ -160,7 +165,7 @@ def _wrapper(document: Document) -> dict[str, Any]:
     "/config",
     summary="Read the whole alerting configuration",
     response_model=None,
-    responses=_responses(AlertingConfig),
+    responses=_read_responses(AlertingConfig),
 )
 async def get_config(
     principal: TenantMember,
@@ -229,7 +234,7 @@ async def reset_config(
     "/receivers",
     summary="List receivers",
     response_model=None,
-    responses=_responses(AlertingReceiverList),
+    responses=_read_responses(AlertingReceiverList),
 )
 async def list_receivers(
     principal: TenantMember,
@@ -250,7 +255,7 @@ async def list_receivers(
     "/receivers/{name}",
     summary="Read one receiver",
     response_model=None,
-    responses=_responses(AlertingReceiver, 404),
+    responses=_read_responses(AlertingReceiver, 404),
 )
 async def get_receiver(
     principal: TenantMember,
@@ -330,7 +335,7 @@ async def delete_receiver(
     "/routes",
     summary="List the root route's child routes",
     response_model=None,
-    responses=_responses(AlertingRouteList),
+    responses=_read_responses(AlertingRouteList),
 )
 async def list_routes(
     principal: TenantMember,
@@ -347,7 +352,7 @@ async def list_routes(
     "/routes/{id}",
     summary="Read one child route",
     response_model=None,
-    responses=_responses(AlertingRoute, 404),
+    responses=_read_responses(AlertingRoute, 404),
 )
 async def get_route(
     principal: TenantMember,
@@ -423,7 +428,7 @@ async def delete_route(
     "/route",
     summary="Read the root route",
     response_model=None,
-    responses=_responses(AlertingRoute),
+    responses=_read_responses(AlertingRoute),
 )
 async def get_root_route(
     principal: TenantMember,
@@ -470,7 +475,7 @@ async def put_root_route(
     "/global",
     summary="Read the global section",
     response_model=None,
-    responses=_responses(AlertingGlobalConfig),
+    responses=_read_responses(AlertingGlobalConfig),
 )
 async def get_global(
     principal: TenantMember,
@@ -518,7 +523,7 @@ async def put_global(
     "/templates",
     summary="List template files",
     response_model=None,
-    responses=_responses(TemplateList),
+    responses=_read_responses(TemplateList),
 )
 async def list_templates(
     principal: TenantMember,
@@ -538,7 +543,7 @@ async def list_templates(
 @router.get(
     "/templates/{filename}",
     summary="Read one template file",
-    responses=_responses(None, 404),
+    responses=_read_responses(None, 404),
 )
 async def get_template(
     principal: TenantMember,
@@ -609,7 +614,7 @@ async def delete_template(
     "/time-intervals",
     summary="List time intervals",
     response_model=None,
-    responses=_responses(TimeIntervalList),
+    responses=_read_responses(TimeIntervalList),
 )
 async def list_time_intervals(
     principal: TenantMember,
@@ -625,7 +630,7 @@ async def list_time_intervals(
 @router.get(
     "/time-intervals/{name}",
     summary="Read one time interval",
-    responses=_responses(None, 404),
+    responses=_read_responses(None, 404),
 )
 async def get_time_interval(
     principal: TenantMember,

@@ -11,7 +11,7 @@ from tenantplane.apikey.schemas import ApiKeyCreate, ApiKeyCreated, ApiKeyRead
 from tenantplane.apikey.tokens import KEY_ID_PATTERN
 from tenantplane.db.session import SessionDep
 from tenantplane.http.errors import error_responses
-from tenantplane.http.etag import set_etag
+from tenantplane.http.etag import NOT_MODIFIED, set_etag
 from tenantplane.http.schemas import ItemList
 from tenantplane.idempotency.dependency import IDEMPOTENCY_RESPONSES, CapturingRoute, Idempotent
 
@@ -69,7 +69,11 @@ async def list_api_keys(principal: TenantAdmin, session: SessionDep) -> ItemList
     return ItemList[ApiKeyRead](items=[ApiKeyRead.of(key) for key in keys])
 
 
-@router.get("/{id}", response_model_exclude_none=True, responses=error_responses(404))
+@router.get(
+    "/{id}",
+    response_model_exclude_none=True,
+    responses={**error_responses(404), **NOT_MODIFIED},
+)
 async def get_api_key(
     principal: TenantAdmin, key_id: ApiKeyId, session: SessionDep, response: Response
 ) -> ApiKeyRead:

@@ -16,7 +16,7 @@ from tenantplane.catalogue.plans import load_plans
 from tenantplane.db.session import ReadsDep, SessionDep
 from tenantplane.http.documents import DocumentResponse, EncodedDocuments
 from tenantplane.http.errors import NotFound, error_responses
-from tenantplane.http.etag import set_etag
+from tenantplane.http.etag import NOT_MODIFIED, set_etag
 from tenantplane.http.schemas import ItemList
 from tenantplane.idempotency.dependency import (
     IDEMPOTENCY_RESPONSES,
@@ -58,7 +58,9 @@ async def list_invoices(
 
 
 @tenant_router.get(
-    "/invoices/{name}", response_model_exclude_none=True, responses=error_responses(404)
+    "/invoices/{name}",
+    response_model_exclude_none=True,
+    responses={**error_responses(404), **NOT_MODIFIED},
 )
 async def get_invoice(
     principal: TenantMember, name: str, session: SessionDep, response: Response

@@ -21,7 +21,7 @@ from tenantplane.config import Settings
 from tenantplane.db.session import ReadsDep, SessionDep
 from tenantplane.http.documents import DocumentResponse, EncodedDocuments
 from tenantplane.http.errors import error_responses
-from tenantplane.http.etag import IfMatch, set_etag
+from tenantplane.http.etag import NOT_MODIFIED, IfMatch, set_etag
 from tenantplane.http.names import path_name, resource_name_path
 from tenantplane.http.schemas import ItemList
 from tenantplane.idempotency.dependency import IDEMPOTENCY_RESPONSES, CapturingRoute, Idempotent
@@ -90,7 +90,7 @@ async def list_clusters(
     "/{name}",
     response_model=ClusterRead,
     response_model_exclude_none=True,
-    responses=error_responses(404),
+    responses={**error_responses(404), **NOT_MODIFIED},
 )
 async def get_cluster(
     principal: TenantMemberReads, name: ClusterName, reads: ReadsDep

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Header, Response
 
@@ -15,6 +15,12 @@ IfMatch = Annotated[
         description='The resource\'s ETag ("17"), its bare version (17) or *.',
     ),
 ]
+
+# Declared by every read that sends an ETag (it is then conditional, http/conditional.py);
+# http/openapi.py documents If-None-Match and the ETag header on the operations that have it.
+NOT_MODIFIED: dict[int | str, dict[str, Any]] = {
+    304: {"description": "Not Modified: If-None-Match names the current ETag; no body"}
+}
 
 
 def etag_of(version: int | str) -> str:

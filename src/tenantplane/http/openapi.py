@@ -146,6 +146,34 @@ def _common_errors(operation: dict[str, Any]) -> None:
         responses.setdefault("415", _error(STATUS_DESCRIPTIONS[415]))
 
 
+ETAG_HEADER = {
+    "description": 'The resource\'s version, quoted (`"17"`): send it back in If-Match or '
+    "If-None-Match",
+    "schema": {"type": "string"},
+}
+
+
+def _conditional(operation: dict[str, Any]) -> None:
+    """A read that declares 304 (http/etag.py NOT_MODIFIED): its If-None-Match parameter and
+    the ETag header of its 200 and 304."""
+    responses = operation.get("responses", {})
+    if "304" not in responses:
+        return
+    operation.setdefault("parameters", []).append(
+        {
+            "name": "If-None-Match",
+            "in": "header",
+            "required": False,
+            "description": 'ETags the client holds (`"17"`, a list, `W/` prefixes, or `*`): '
+            "304 with no body when one names the current version (weak comparison)",
+            "schema": {"type": "string"},
+        }
+    )
+    for status in ("200", "304"):
+        if status in responses:
+            responses[status].setdefault("headers", {})["ETag"] = ETAG_HEADER
+
+
 def _document_webhook(operation: dict[str, Any]) -> None:
     operation.setdefault("parameters", []).append(
         {
@@ -193,6 +221,7 @@ def build_document(app: FastAPI) -> dict[str, Any]:
         if item.route.name == "paddle_webhook":
             _document_webhook(operation)
         _common_errors(operation)
+        _conditional(operation)
         if item.path.startswith(API_PREFIX + "/"):
             _secure(operation, item.route)
     return document

@@ -5,7 +5,7 @@ from fastapi import APIRouter, Response, status
 from tenantplane.access import TenantAdmin, TenantMember
 from tenantplane.db.session import SessionDep
 from tenantplane.http.errors import error_responses
-from tenantplane.http.etag import IfMatch, set_etag
+from tenantplane.http.etag import NOT_MODIFIED, IfMatch, set_etag
 from tenantplane.http.schemas import ItemList
 from tenantplane.idempotency.dependency import IDEMPOTENCY_RESPONSES, CapturingRoute, Idempotent
 from tenantplane.member import service
@@ -37,7 +37,7 @@ async def add_member(
     return MemberRead.of(added.member)
 
 
-@router.get("")
+@router.get("", responses=NOT_MODIFIED)
 async def list_members(
     principal: TenantMember, session: SessionDep, response: Response
 ) -> ItemList[MemberRead]:
@@ -50,7 +50,7 @@ async def list_members(
     return ItemList[MemberRead](items=[MemberRead.of(member) for member in listed.members])
 
 
-@router.get("/{email}", responses=error_responses(404))
+@router.get("/{email}", responses={**error_responses(404), **NOT_MODIFIED})
 async def get_member(
     principal: TenantMember, email: str, session: SessionDep, response: Response
 ) -> MemberRead:

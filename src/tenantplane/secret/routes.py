@@ -7,7 +7,7 @@ from fastapi import APIRouter, Response, status
 from tenantplane.access import TenantAdmin, TenantAdminStateInWrite, TenantMember
 from tenantplane.db.session import DatabaseDep, SessionDep
 from tenantplane.http.errors import error_responses
-from tenantplane.http.etag import IfMatch, set_etag
+from tenantplane.http.etag import NOT_MODIFIED, IfMatch, set_etag
 from tenantplane.http.names import resource_name_path
 from tenantplane.http.schemas import ItemList
 from tenantplane.idempotency.dependency import (
@@ -57,7 +57,7 @@ async def list_secrets(principal: TenantMember, session: SessionDep) -> ItemList
     return ItemList[SecretRead](items=[SecretRead.of(secret) for secret in secrets])
 
 
-@router.get("/{name}", responses=error_responses(404))
+@router.get("/{name}", responses={**error_responses(404), **NOT_MODIFIED})
 async def get_secret(
     principal: TenantMember, name: SecretName, session: SessionDep, response: Response
 ) -> SecretRead:

@@ -4,14 +4,14 @@ from fastapi import APIRouter, Response
 
 from tenantplane.access import TenantAdmin, TenantMember
 from tenantplane.db.session import SessionDep
-from tenantplane.http.etag import set_etag
+from tenantplane.http.etag import NOT_MODIFIED, set_etag
 from tenantplane.tenant import service
 from tenantplane.tenant.schemas import TenantRead, TenantUpdate
 
 router = APIRouter(prefix="/tenants/{tenant}", tags=["tenant"])
 
 
-@router.get("", response_model=TenantRead)
+@router.get("", response_model=TenantRead, responses=NOT_MODIFIED)
 async def get_tenant(
     principal: TenantMember, session: SessionDep, response: Response
 ) -> TenantRead:
