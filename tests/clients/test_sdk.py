@@ -72,7 +72,7 @@ def test_cluster_lifecycle_with_wait_and_progress(tenant: Tenant) -> None:
     with connect(tenant.url, tenant) as api:
         versions = api.versions()
         ordered = sorted(
-            (item.version for item in versions.items),
+            (item.version for item in versions),
             key=lambda version: tuple(int(part) for part in version.split(".")),
         )
         created = api.clusters.create(
@@ -131,6 +131,21 @@ async def test_the_async_client(tenant: Tenant) -> None:
         await api.members.add("async@example.com", "readonly")
         emails = [member.email for member in await api.members.list()]
         assert "async@example.com" in emails
+
+
+async def test_every_collection_is_a_list_in_both_clients(tenant: Tenant) -> None:
+    """One shape: each method that reads a collection returns a list of its items (the
+    versions' default is the item whose ``default`` is true), sync and async alike."""
+    async with AsyncTenantplane(tenant.url, tenant.name, tenant.key, retry=FAST) as aio:
+        reads = {"versions": await aio.versions(), "plans": await aio.plans()}
+    with connect(tenant.url, tenant) as api:
+        assert api.versions() == reads["versions"]
+        assert api.plans() == reads["plans"]
+    for name, items in reads.items():
+        assert isinstance(items, list), name
+        assert items, name
+    assert all(isinstance(item, models.VersionRead) for item in reads["versions"])
+    assert [item.default for item in reads["versions"]].count(True) == 1
 
 
 def test_429_then_503_are_retried(tenant: Tenant, proxy: tuple[Proxy, str]) -> None:
@@ -197,7 +212,7 @@ def test_update_refetches_and_reapplies_on_412(tenant: Tenant, proxy: tuple[Prox
         # Settled first: while it provisions, the reconciler moves its resourceVersion too,
         # and a real 412 would add to the one injected here.
         api.clusters.wait_for("up", interval=0.1)
-        version = api.versions().default
+        version = next(item.version for item in api.versions() if item.default)
         fake.inject(Fault(412, code="PRECONDITION_FAILED", method="PATCH"))
         fake.seen.clear()
         calls: list[str] = []

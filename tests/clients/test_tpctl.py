@@ -187,15 +187,24 @@ def test_clusters_create_wait_upgrade_kubeconfig(tpctl: Run, tenant: Tenant, hom
     assert deleted["status"]["phase"] == "Terminating"
 
 
-def test_errors_carry_code_field_and_exit_code(tpctl: Run) -> None:
+def test_errors_carry_kind_code_field_and_exit_code(tpctl: Run) -> None:
     missing = tpctl("clusters", "get", "nope")
     assert missing.returncode == 4
-    assert "NOT_FOUND" in missing.stderr
+    assert "Error: 404 not_found NOT_FOUND: " in missing.stderr
     invalid = tpctl("members", "create", "not-an-email", "--role", "readonly")
     assert invalid.returncode == 7
+    assert "Error: 400 invalid " in invalid.stderr
     assert "field: email" in invalid.stderr
+    # 401 and 403 answers carry no code: the kind says which it was.
     denied = tpctl("tenant", "get", env={"TPCTL_API_KEY": "svc_" + "x" * 43})
     assert denied.returncode == 6
+    assert denied.stderr.startswith("Error: 401 unauthenticated: "), denied.stderr
+    reader = ok(tpctl("apikeys", "create", "--name", "ro", "--role", "readonly"))["key"]
+    forbidden = tpctl(
+        "members", "create", "x@example.com", "--role", "admin", env={"TPCTL_API_KEY": reader}
+    )
+    assert forbidden.returncode == 6
+    assert forbidden.stderr.startswith("Error: 403 forbidden: "), forbidden.stderr
     unreachable = tpctl("tenant", "get", env={"TPCTL_URL": "http://127.0.0.1:9"})
     assert unreachable.returncode == 8
     assert tpctl("clusters", "frobnicate").returncode == 2

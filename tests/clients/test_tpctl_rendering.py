@@ -70,7 +70,7 @@ def test_server_strings_in_errors_are_text(tpctl: Run, proxy: tuple[Proxy, str])
         fake.inject(Fault(409, code=code))
         refused = tpctl("clusters", "list", env={"TPCTL_URL": url, **WIDE})
         assert refused.returncode == 5, refused.stderr
-        assert f"Error: 409 {code}: injected" in refused.stderr
+        assert f"Error: 409 conflict {code}: injected" in refused.stderr
 
 
 def test_names_in_tpctls_own_messages_are_text(tpctl: Run) -> None:

@@ -6,6 +6,7 @@ from tenantplane_client._sync import Tenantplane
 from tenantplane_client.errors import (
     ApiError,
     ConnectionFailed,
+    ErrorKind,
     ResponseTooLarge,
     TenantplaneError,
     WaitTimeout,
@@ -22,6 +23,7 @@ __all__ = [
     "ApiError",
     "AsyncTenantplane",
     "ConnectionFailed",
+    "ErrorKind",
     "ResponseTooLarge",
     "RetryPolicy",
     "Tenantplane",

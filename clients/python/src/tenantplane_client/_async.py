@@ -168,9 +168,11 @@ class AsyncTenantplane:
         result: m.TenantRead = await self.call(m.TenantRead, "PATCH", self.tenant_path, body=body)
         return result
 
-    async def versions(self) -> m.VersionList:
+    async def versions(self) -> list[m.VersionRead]:
+        """The supported versions, oldest first; the default is the one marked ``default``
+        (a list, as every collection the client reads)."""
         result: m.VersionList = await self.call(m.VersionList, "GET", "/versions")
-        return result
+        return result.items
 
     async def plans(self) -> list[m.PlanRead]:
         result: m.ItemListPlanRead = await self.call(m.ItemListPlanRead, "GET", "/plans")

@@ -169,9 +169,11 @@ class Tenantplane:
         result: m.TenantRead = self.call(m.TenantRead, "PATCH", self.tenant_path, body=body)
         return result
 
-    def versions(self) -> m.VersionList:
+    def versions(self) -> list[m.VersionRead]:
+        """The supported versions, oldest first; the default is the one marked ``default``
+        (a list, as every collection the client reads)."""
         result: m.VersionList = self.call(m.VersionList, "GET", "/versions")
-        return result
+        return result.items
 
     def plans(self) -> list[m.PlanRead]:
         result: m.ItemListPlanRead = self.call(m.ItemListPlanRead, "GET", "/plans")

@@ -2,12 +2,54 @@
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
 import httpx
 
 # The statuses the spec calls retryable (412 is retried by update() with a fresh read).
 RETRYABLE_STATUSES = frozenset({429, 500, 503})
+
+
+class ErrorKind(enum.StrEnum):
+    """What went wrong, by the answer's status: the spec's ``code`` is finer but absent
+    from 401 and 403 answers (they say nothing about the resource to a stranger), so
+    callers branch on this instead of parsing the message."""
+
+    unauthenticated = "unauthenticated"  # 401
+    forbidden = "forbidden"  # 403
+    not_found = "not_found"  # 404
+    conflict = "conflict"  # 409
+    precondition_failed = "precondition_failed"  # 412
+    invalid = "invalid"  # 400, 413, 415, 422: the request as sent cannot be accepted
+    rate_limited = "rate_limited"  # 429
+    server_error = "server_error"  # 500 and other 5xx not listed
+    unavailable = "unavailable"  # 502, 503, 504
+    other = "other"  # any other status
+
+    @classmethod
+    def of(cls, status: int) -> ErrorKind:
+        kind = _KINDS.get(status)
+        if kind is not None:
+            return kind
+        return cls.server_error if status >= 500 else cls.other
+
+
+_KINDS = {
+    401: ErrorKind.unauthenticated,
+    403: ErrorKind.forbidden,
+    404: ErrorKind.not_found,
+    409: ErrorKind.conflict,
+    412: ErrorKind.precondition_failed,
+    400: ErrorKind.invalid,
+    413: ErrorKind.invalid,
+    415: ErrorKind.invalid,
+    422: ErrorKind.invalid,
+    429: ErrorKind.rate_limited,
+    502: ErrorKind.unavailable,
+    503: ErrorKind.unavailable,
+    504: ErrorKind.unavailable,
+}
 
 
 class TenantplaneError(Exception):
@@ -38,11 +80,15 @@ class ApiError(TenantplaneError):
         self.retry_after = retry_after
 
     @property
+    def kind(self) -> ErrorKind:
+        return ErrorKind.of(self.status)
+
+    @property
     def retryable(self) -> bool:
         return self.status in RETRYABLE_STATUSES
 
     def __str__(self) -> str:
-        parts = [f"{self.status}"]
+        parts = [f"{self.status}", self.kind.value]
         if self.code:
             parts.append(self.code)
         text = " ".join(parts) + f": {self.message}"

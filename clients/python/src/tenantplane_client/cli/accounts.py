@@ -157,9 +157,7 @@ def tenant_get(output: OutputOption = None) -> None:
 @handled
 def versions_list(output: OutputOption = None) -> None:
     with client() as api:
-        render(
-            api.versions().items, output, ("version", "kubernetesVersion", "default", "retiring")
-        )
+        render(api.versions(), output, ("version", "kubernetesVersion", "default", "retiring"))
 
 
 @plans_app.command("list")
