@@ -4,8 +4,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field
 
+from tenantplane.emails import MAX_EMAIL_LENGTH, normalise_email
 from tenantplane.http.schemas import InputModel, OutputModel
-from tenantplane.member.emails import MAX_EMAIL_LENGTH, normalise_email
 from tenantplane.member.models import Member, Role
 
 # Validated and normalised on input; an invalid address is a 400 naming the field.

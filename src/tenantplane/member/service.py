@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from tenantplane.emails import InvalidEmail, normalise_email
 from tenantplane.http.errors import Conflict, NotFound, ValidationFailed
 from tenantplane.http.etag import check_if_match
-from tenantplane.member.emails import InvalidEmail, normalise_email
 from tenantplane.member.models import Member, Role
 from tenantplane.member.repository import MemberRepository
 

@@ -7,9 +7,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.db.reads import Reads
+from tenantplane.emails import InvalidEmail, normalise_email
 from tenantplane.http.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from tenantplane.http.names import is_dns_label
-from tenantplane.member.emails import InvalidEmail, normalise_email
 from tenantplane.member.models import Member, Role
 from tenantplane.providers.orchestrator import TENANT_NAME_MAX_LENGTH
 from tenantplane.tenant.models import Plan, Tenant, TenantState

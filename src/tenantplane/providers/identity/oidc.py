@@ -14,8 +14,8 @@ from typing import Any
 import jwt
 import structlog
 
+from tenantplane.emails import InvalidEmail, normalise_email
 from tenantplane.http.errors import ServiceUnavailable, Unauthenticated
-from tenantplane.member.emails import InvalidEmail, normalise_email
 from tenantplane.providers.identity.keys import (
     ASYMMETRIC_ALGORITHMS,
     KeyCache,
