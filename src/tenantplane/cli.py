@@ -25,6 +25,7 @@ from tenantplane.billing import cli as billing_cli
 from tenantplane.cli_support import (
     DEBUG_KEY,
     EXIT_REFUSED,
+    EXIT_UNAVAILABLE,
     EXIT_USAGE,
     CliError,
     JsonLogsOption,
@@ -128,13 +129,29 @@ def serve(
     port: Annotated[int, typer.Option(help="Port to bind.")] = 8080,
     as_json: JsonLogsOption = False,
 ) -> None:
-    """Migrate if needed, then serve the API and run the reconcilers (logs on stderr)."""
+    """Migrate if needed, then serve the API and run the reconcilers (logs on stderr).
+
+    An address that cannot be listened on is refused before the migration: exit 3 when
+    another program listens there, 2 when the host or port cannot work here.
+    """
+    from tenantplane.http.listen import CannotListen, bind_listeners
     from tenantplane.http.server import serve as serve_app
 
     settings = load_settings(json_logs=as_json)
     refuse_simulated_billing(settings)
-    _migrate(settings)
-    serve_app(settings, host, port)
+    try:
+        sockets = bind_listeners(host, port)
+    except CannotListen as exc:
+        code, exit_code = (
+            ("ADDRESS_IN_USE", EXIT_UNAVAILABLE) if exc.in_use else ("CANNOT_LISTEN", EXIT_USAGE)
+        )
+        raise CliError(code, exc.message, exit_code) from exc
+    try:
+        _migrate(settings)
+        serve_app(settings, host, port, sockets)
+    finally:
+        for sock in sockets:
+            sock.close()
 
 
 @app.command()

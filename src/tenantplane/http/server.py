@@ -1,5 +1,9 @@
 """`tenantplane serve`: uvicorn serving the app; its start-up and shutdown are log events.
 
+SIGTERM and SIGINT start uvicorn's graceful shutdown, after which the process exits 0: the
+stop was asked for and went as it should. (uvicorn raises the signal again once shut down,
+so that the process died of it: `make serve` then ended with "Error 143".)
+
 uvicorn closes idle keep-alive connections but waits without limit for a request head that
 has begun to arrive (or that never does): a client can hold connections open by sending a
 few bytes and nothing more. ``HeadTimeoutProtocol`` closes a connection whose request head
@@ -11,13 +15,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import socket
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 import h11
 import structlog
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.server import HANDLED_SIGNALS
 
 from tenantplane.app import create_app
 from tenantplane.config import Settings
@@ -85,6 +93,20 @@ class LoggedServer(uvicorn.Server):
         self.settings = settings
         self._settled = contextlib.ExitStack()
 
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        """As uvicorn's, without raising the signal again after the graceful shutdown."""
+        # Signal handlers can only be set from the main thread (the tests serve from others).
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = {signum: signal.signal(signum, self.handle_exit) for signum in HANDLED_SIGNALS}
+        try:
+            yield
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
         if self.started:
@@ -102,8 +124,9 @@ class LoggedServer(uvicorn.Server):
         return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
-def serve(settings: Settings, host: str, port: int) -> None:
-    server_for(settings, host, port).run()
+def serve(settings: Settings, host: str, port: int, sockets: list[socket.socket]) -> None:
+    """Serve on ``sockets``, bound beforehand to ``host`` and ``port`` (``bind_listeners``)."""
+    server_for(settings, host, port).run(sockets=sockets)
 
 
 def server_for(settings: Settings, host: str, port: int) -> LoggedServer:
