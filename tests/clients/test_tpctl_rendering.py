@@ -3,13 +3,20 @@ command's help renders."""
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
 import pytest
 import typer
+import yaml
 from typer.core import TyperGroup
 from typer.testing import CliRunner
 
 from tenantplane_client.cli import app
-from tests.clients.conftest import Run, ok
+from tests.clients.conftest import TPCTL, Run, Tenant, ok
 from tests.clients.proxy import Fault, Proxy
 
 # Rich markup a server string may carry: a closing tag with no opening one (MarkupError),
@@ -81,3 +88,92 @@ def test_names_in_tpctls_own_messages_are_text(tpctl: Run) -> None:
         unknown = tpctl("config", "use", f"no{name}", env=WIDE)
         assert unknown.returncode == 3, unknown.stderr
         assert f"no profile 'no{name}'" in unknown.stderr
+
+
+def test_clusters_update_changes_the_version_or_the_resources(tpctl: Run) -> None:
+    """PATCH takes a version and resources (a resize), so update offers and says both."""
+    shown = CliRunner().invoke(app, ["clusters", "update", "--help"], env={"COLUMNS": "200"})
+    assert shown.exit_code == 0, shown.output
+    assert "only field" not in shown.output
+    for option in ("--version", "--cpu", "--memory", "--storage"):
+        assert option in shown.output
+    assert "resources" in shown.output
+    create = CliRunner().invoke(app, ["clusters", "create", "--help"], env={"COLUMNS": "200"})
+    assert create.output.count("quantity") == 3, create.output
+    small = ("--cpu", "1", "--memory", "1Gi", "--storage", "1Gi")
+    created = ok(tpctl("clusters", "create", "web", *small))
+    resized = ok(tpctl("clusters", "update", "web", "--cpu", "2", "--storage", "2Gi"))
+    assert resized["resources"] == {"cpu": "2", "memory": "1Gi", "storage": "2Gi"}
+    assert resized["version"] == created["version"]
+    assert ok(tpctl("clusters", "get", "web"))["resources"]["cpu"] == "2"
+    nothing = tpctl("clusters", "update", "web")
+    assert nothing.returncode == 2
+    assert "--version" in nothing.stderr
+    assert ok(tpctl("clusters", "get", "web"))["resources"] == resized["resources"]
+
+
+def _output_help(path: tuple[str, ...]) -> str:
+    command: Any = typer.main.get_command(app)
+    for name in path:
+        command = command.commands[name]
+    option = next(param for param in command.params if param.name == "output")
+    return str(option.help)
+
+
+def _on_a_terminal(tpctl_env: dict[str, str], *args: str) -> str:
+    """What tpctl prints when its standard output is a terminal (a pseudo-terminal here)."""
+    leader, follower = os.openpty()
+    try:
+        done = subprocess.run(
+            [TPCTL, *args], env=tpctl_env, stdout=follower, stderr=subprocess.PIPE, check=False
+        )
+        os.close(follower)
+        assert done.returncode == 0, done.stderr
+        chunks = []
+        while chunk := _read(leader):
+            chunks.append(chunk)
+        # Without the styles' escape sequences (a table's header is bold).
+        return re.sub(r"\x1b\[[0-9;]*m", "", b"".join(chunks).decode())
+    finally:
+        os.close(leader)
+
+
+def _read(descriptor: int) -> bytes:
+    try:
+        return os.read(descriptor, 65536)
+    except OSError:  # the terminal's other end is closed: all was read
+        return b""
+
+
+def test_the_output_help_names_the_default_each_command_uses(tenant: Tenant, home: Path) -> None:
+    """The alerting sections and config view print YAML on a terminal, the rest a table: each
+    command's --output help says which."""
+    environment = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "TPCTL_URL": tenant.url,
+        "TPCTL_TENANT": tenant.name,
+        "TPCTL_API_KEY": tenant.key,
+        "COLUMNS": "200",
+    }
+    nested = _on_a_terminal(environment, "alerting", "global", "get")
+    assert isinstance(yaml.safe_load(nested), dict), nested
+    assert _output_help(("alerting", "global", "get")).startswith("yaml (default on a terminal)")
+    assert _on_a_terminal(environment, "config", "view").startswith("path: ")
+    assert _output_help(("config", "view")).startswith("yaml (default on a terminal)")
+    listed = _on_a_terminal(environment, "versions", "list")
+    assert listed.split()[:2] == ["VERSION", "KUBERNETESVERSION"], listed
+    assert _output_help(("versions", "list")).startswith("table (default on a terminal)")
+    yaml_by_default = {
+        path
+        for path in command_paths()
+        if path and path[0] in ("alerting", "config") and path[-1] in ("get", "put", "apply")
+    } | {("alerting", "config"), ("config", "view")}
+    for path in command_paths():
+        try:
+            said = _output_help(path)
+        except (AttributeError, StopIteration):  # a group, or no --output
+            continue
+        expected = "yaml" if path in yaml_by_default else "table"
+        assert said.startswith(f"{expected} (default on a terminal)"), (path, said)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tenantplane_client.cli.common import (
+    DetailedOutputOption,
     FileOption,
     OutputOption,
     client,
@@ -30,7 +31,7 @@ alerting_app.add_typer(global_app, name="global")
 
 @alerting_app.command("config")
 @handled
-def alerting_config(output: OutputOption = None) -> None:
+def alerting_config(output: DetailedOutputOption = None) -> None:
     """Print the whole configuration wrapper (global, receivers, route, templates, …)."""
     with client() as api:
         render(api.alerting.get_config(), detailed(output))
@@ -38,7 +39,7 @@ def alerting_config(output: OutputOption = None) -> None:
 
 @alerting_app.command("apply")
 @handled
-def alerting_apply(file: FileOption, output: OutputOption = None) -> None:
+def alerting_apply(file: FileOption, output: DetailedOutputOption = None) -> None:
     """Replace the whole configuration with a file's."""
     with client() as api:
         render(api.alerting.put_config(read_document(file)), detailed(output))
@@ -62,14 +63,14 @@ def receivers_list(output: OutputOption = None) -> None:
 
 @receivers_app.command("get")
 @handled
-def receivers_get(name: str, output: OutputOption = None) -> None:
+def receivers_get(name: str, output: DetailedOutputOption = None) -> None:
     with client() as api:
         render(api.alerting.get_receiver(name), detailed(output))
 
 
 @receivers_app.command("put")
 @handled
-def receivers_put(name: str, file: FileOption, output: OutputOption = None) -> None:
+def receivers_put(name: str, file: FileOption, output: DetailedOutputOption = None) -> None:
     """Create or replace a receiver from a file."""
     with client() as api:
         render(api.alerting.put_receiver(name, read_document(file)), detailed(output))
@@ -91,14 +92,14 @@ def routes_list(output: OutputOption = None) -> None:
 
 @routes_app.command("get")
 @handled
-def routes_get(index: int, output: OutputOption = None) -> None:
+def routes_get(index: int, output: DetailedOutputOption = None) -> None:
     with client() as api:
         render(api.alerting.get_route(index), detailed(output))
 
 
 @routes_app.command("put")
 @handled
-def routes_put(index: int, file: FileOption, output: OutputOption = None) -> None:
+def routes_put(index: int, file: FileOption, output: DetailedOutputOption = None) -> None:
     """Insert or replace the child route at INDEX (the route count appends)."""
     with client() as api:
         render(api.alerting.put_route(index, read_document(file)), detailed(output))
@@ -120,14 +121,14 @@ def templates_list(output: OutputOption = None) -> None:
 
 @templates_app.command("get")
 @handled
-def templates_get(filename: str, output: OutputOption = None) -> None:
+def templates_get(filename: str, output: DetailedOutputOption = None) -> None:
     with client() as api:
         render(api.alerting.get_template(filename), detailed(output))
 
 
 @templates_app.command("put")
 @handled
-def templates_put(filename: str, file: FileOption, output: OutputOption = None) -> None:
+def templates_put(filename: str, file: FileOption, output: DetailedOutputOption = None) -> None:
     """Create or replace a template file with a local file's contents."""
     contents = read_text(file)
     with client() as api:
@@ -150,14 +151,14 @@ def intervals_list(output: OutputOption = None) -> None:
 
 @intervals_app.command("get")
 @handled
-def intervals_get(name: str, output: OutputOption = None) -> None:
+def intervals_get(name: str, output: DetailedOutputOption = None) -> None:
     with client() as api:
         render(api.alerting.get_time_interval(name), detailed(output))
 
 
 @intervals_app.command("put")
 @handled
-def intervals_put(name: str, file: FileOption, output: OutputOption = None) -> None:
+def intervals_put(name: str, file: FileOption, output: DetailedOutputOption = None) -> None:
     with client() as api:
         render(api.alerting.put_time_interval(name, read_document(file)), detailed(output))
 
@@ -171,13 +172,13 @@ def intervals_delete(name: str) -> None:
 
 @global_app.command("get")
 @handled
-def global_get(output: OutputOption = None) -> None:
+def global_get(output: DetailedOutputOption = None) -> None:
     with client() as api:
         render(api.alerting.get_global(), detailed(output))
 
 
 @global_app.command("put")
 @handled
-def global_put(file: FileOption, output: OutputOption = None) -> None:
+def global_put(file: FileOption, output: DetailedOutputOption = None) -> None:
     with client() as api:
         render(api.alerting.put_global(read_document(file)), detailed(output))

@@ -21,7 +21,7 @@ from tenantplane_client.cli.accounts import (
 )
 from tenantplane_client.cli.alerting import alerting_app
 from tenantplane_client.cli.clusters import clusters_app, kubeconfig_command, token_command
-from tenantplane_client.cli.common import OutputOption, State, detailed, group, handled
+from tenantplane_client.cli.common import State, detailed, group, handled
 from tenantplane_client.cli.output import Output, say
 from tenantplane_client.cli.secrets import secrets_app
 
@@ -125,7 +125,12 @@ def config_use(name: str) -> None:
 @config_app.command("view")
 @handled
 def config_view(
-    output: OutputOption = None,
+    output: Annotated[
+        Output | None,
+        typer.Option(
+            "--output", "-o", help="yaml (default on a terminal) | json (piped); table prints YAML"
+        ),
+    ] = None,
     show_secrets: Annotated[bool, typer.Option(help="Print credentials in clear")] = False,
 ) -> None:
     """Show the profiles (credentials masked) and the one in use with the environment applied."""

@@ -93,9 +93,13 @@ def clusters_create(
     name: str,
     version: Annotated[str | None, typer.Option(help="Kubernetes <major>.<minor>")] = None,
     ha: Annotated[bool, typer.Option("--ha", help="Highly available control plane")] = False,
-    cpu: Annotated[str | None, typer.Option()] = None,
-    memory: Annotated[str | None, typer.Option()] = None,
-    storage: Annotated[str | None, typer.Option()] = None,
+    cpu: Annotated[str | None, typer.Option(help="CPU quantity, e.g. 2 (else the default)")] = None,
+    memory: Annotated[
+        str | None, typer.Option(help="Memory quantity, e.g. 4Gi (else the default)")
+    ] = None,
+    storage: Annotated[
+        str | None, typer.Option(help="Storage quantity, e.g. 20Gi (else the default)")
+    ] = None,
     wait: WaitOption = False,
     timeout: TimeoutOption = 900.0,
     interval: IntervalOption = 2.0,
@@ -148,12 +152,26 @@ def clusters_upgrade(
 @handled
 def clusters_update(
     name: str,
-    version: Annotated[str, typer.Option(help="Kubernetes <major>.<minor>")],
+    version: Annotated[
+        str | None, typer.Option(help="Kubernetes <major>.<minor> (one minor up at a time)")
+    ] = None,
+    cpu: Annotated[str | None, typer.Option(help="New CPU quantity (a resize)")] = None,
+    memory: Annotated[str | None, typer.Option(help="New memory quantity (a resize)")] = None,
+    storage: Annotated[str | None, typer.Option(help="New storage quantity (a resize)")] = None,
     output: OutputOption = None,
 ) -> None:
-    """Change a cluster (its version: the only field that may change)."""
+    """Change a cluster's version (an upgrade) or its resources (a resize, applied online;
+    resources not given keep their values). High availability is set at creation only."""
+    body: dict[str, Any] = {}
+    if version:
+        body["version"] = version
+    resources = {k: v for k, v in (("cpu", cpu), ("memory", memory), ("storage", storage)) if v}
+    if resources:
+        body["resources"] = resources
+    if not body:
+        raise typer.BadParameter("give --version or at least one of --cpu, --memory, --storage")
     with client() as api:
-        render(api.clusters.upgrade(name, version), output, CLUSTER_COLUMNS)
+        render(api.clusters.update(name, lambda _: body), output, CLUSTER_COLUMNS)
 
 
 @clusters_app.command("delete")
@@ -179,7 +197,10 @@ def clusters_connection_details(name: str, output: OutputOption = None) -> None:
 def kubeconfig_command(
     name: str,
     file: Annotated[
-        Path | None, typer.Option("--file", help="Write here instead of ~/.kube/config")
+        Path | None,
+        typer.Option(
+            "--file", help="This file instead of $KUBECONFIG's first, else ~/.kube/config"
+        ),
     ] = None,
     context: Annotated[
         str | None, typer.Option(help="Context name (default tenant-cluster)")

@@ -95,6 +95,11 @@ OutputOption = Annotated[
     Output | None,
     typer.Option("--output", "-o", help="table (default on a terminal) | json (piped) | yaml"),
 ]
+# For nested documents (the alerting sections), which print as YAML on a terminal.
+DetailedOutputOption = Annotated[
+    Output | None,
+    typer.Option("--output", "-o", help="yaml (default on a terminal) | json (piped) | table"),
+]
 FileOption = Annotated[
     Path, typer.Option("--file", "-f", help="YAML or JSON file ('-' for standard input).")
 ]
