@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from starlette.types import Message, Send
 
+# Where the rate limiter leaves a request's RateLimit-* headers in its scope, for answers
+# made outside the middlewares (the 500 handler).
+RATE_LIMIT_HEADERS = "tenantplane.rate_limit_headers"
+
 
 class StatusRecorder:
     """A `send` that passes every message on and remembers the response status."""

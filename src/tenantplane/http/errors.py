@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import compile_path
 
 from tenantplane.db.errors import DatabaseTrouble, classify
+from tenantplane.http.asgi import RATE_LIMIT_HEADERS
 from tenantplane.http.request_id import REQUEST_ID_HEADER, request_id_of
 from tenantplane.http.route_index import api_routes
 
@@ -275,6 +276,8 @@ def install_error_handlers(app: FastAPI) -> None:
         response.headers["Cache-Control"] = "no-store"
         for name, value in getattr(request.app.state, "security_headers", {}).items():
             response.headers[name] = value
+        for raw_name, raw_value in request.scope.get(RATE_LIMIT_HEADERS, ()):
+            response.headers[raw_name.decode()] = raw_value.decode()
         return response
 
     app.add_exception_handler(ApiError, on_api_error)

@@ -174,6 +174,37 @@ def _conditional(operation: dict[str, Any]) -> None:
             responses[status].setdefault("headers", {})["ETag"] = ETAG_HEADER
 
 
+# Sent on every answer of a rate-limited path (http/ratelimit.py), refusals included; not
+# while the rate-limit store is unreachable. draft-ietf-httpapi-ratelimit-headers' names.
+RATE_LIMIT_HEADERS: dict[str, dict[str, Any]] = {
+    "RateLimit-Limit": {
+        "description": "Requests the client address may make in the window",
+        "schema": {"type": "integer", "minimum": 1},
+    },
+    "RateLimit-Remaining": {
+        "description": "Requests left in the window after this one (0: the next is 429)",
+        "schema": {"type": "integer", "minimum": 0},
+    },
+    "RateLimit-Reset": {
+        "description": "Seconds until the moving window frees a request",
+        "schema": {"type": "integer", "minimum": 0},
+    },
+}
+
+
+def _rate_limited(operation: dict[str, Any]) -> None:
+    responses = operation.get("responses", {})
+    for response in responses.values():
+        headers = response.setdefault("headers", {})
+        for name in RATE_LIMIT_HEADERS:
+            headers[name] = {"$ref": f"#/components/headers/{name}"}
+    if "429" in responses:
+        responses["429"]["headers"]["Retry-After"] = {
+            "description": "Seconds to wait before the next request (at least 1)",
+            "schema": {"type": "integer", "minimum": 1},
+        }
+
+
 def _document_webhook(operation: dict[str, Any]) -> None:
     operation.setdefault("parameters", []).append(
         {
@@ -205,6 +236,7 @@ def build_document(app: FastAPI) -> dict[str, Any]:
     for name in ("HTTPValidationError", "ValidationError"):
         schemas.pop(name, None)
     schemas.setdefault("ErrorEnvelope", ErrorEnvelope.model_json_schema())
+    components["headers"] = RATE_LIMIT_HEADERS
     components["securitySchemes"] = {
         BEARER_SCHEME: {
             "type": "http",
@@ -224,6 +256,7 @@ def build_document(app: FastAPI) -> dict[str, Any]:
         _conditional(operation)
         if item.path.startswith(API_PREFIX + "/"):
             _secure(operation, item.route)
+            _rate_limited(operation)
     return document
 
 

@@ -11,10 +11,16 @@ when TENANTPLANE_REDIS_URL is set, so every API replica shares one budget per cl
 Client IPs come from the ASGI scope, which uvicorn's ProxyHeadersMiddleware has rewritten
 from X-Forwarded-For only for peers in TENANTPLANE_TRUSTED_PROXIES. When the store cannot be
 reached, TENANTPLANE_REDIS_FAILURE_POLICY decides each request (http/ratelimit_store.py).
+
+Every answer of a limited path says what is left of the budget it was counted in:
+RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset (draft-ietf-httpapi-ratelimit-
+headers; Reset is the seconds until the window frees a request), so that clients slow down
+before a 429. The figures are the `limits` library's own window statistics.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import math
 import time
@@ -29,7 +35,7 @@ from limits.storage import storage_from_string
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tenantplane.config import Settings
-from tenantplane.http.asgi import StatusRecorder
+from tenantplane.http.asgi import RATE_LIMIT_HEADERS, StatusRecorder
 from tenantplane.http.errors import ApiError
 from tenantplane.http.ratelimit_memory import LoopMemoryStorage
 from tenantplane.http.ratelimit_store import (
@@ -43,11 +49,32 @@ log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True)
+class Quota:
+    """A budget after this request was counted in it: its size, what is left, and the
+    seconds until its moving window frees a request (the oldest one leaves it)."""
+
+    limit: int
+    remaining: int
+    reset: int
+
+    def headers(self) -> list[tuple[bytes, bytes]]:
+        return [
+            (b"ratelimit-limit", b"%d" % self.limit),
+            (b"ratelimit-remaining", b"%d" % self.remaining),
+            (b"ratelimit-reset", b"%d" % self.reset),
+        ]
+
+
+@dataclass(frozen=True)
 class Verdict:
     allowed: bool
     retry_after: int = 0
     code: str = ""
     status: int = 429
+    # None when the store could not be asked (the failure policy decided).
+    quota: Quota | None = None
+    # Seconds the address stays in authentication backoff (API budget only).
+    backoff: int = 0
 
 
 def _redis_storage(settings: Settings, redis_url: str, key_prefix: str) -> Storage:
@@ -76,20 +103,38 @@ class RateLimiter:
         self.failures = RateLimitItemPerSecond(10_000, settings.auth_failure_window_seconds)
         self.settings = settings
         self.prefix = key_prefix
+        # Redis: the window's statistics and the backoff are asked at once, so that the
+        # headers cost a request no round trip more than it made without them. In memory
+        # there is nothing to wait for, and one after the other is cheaper than two tasks.
+        self.concurrent = not isinstance(self.storage, LoopMemoryStorage)
 
     async def check(self, ip: str) -> Verdict:
-        """The API budget of ``ip`` (the backoff is ``backoff_remaining``)."""
-        return await self._hit(self.item, ip)
+        """The API budget of ``ip``, and when it lets the request through, the address's
+        remaining backoff."""
+        if not await self.limiter.hit(self.item, ip):
+            return self._refused(await self._quota(self.item, ip))
+        if self.concurrent:
+            quota, backoff = await asyncio.gather(
+                self._quota(self.item, ip), self.backoff_remaining(ip)
+            )
+        else:
+            quota, backoff = await self._quota(self.item, ip), await self.backoff_remaining(ip)
+        return Verdict(True, quota=quota, backoff=backoff)
 
     async def check_webhook(self, ip: str) -> Verdict:
-        """The webhook budget of ``ip``, separate from the API's."""
-        return await self._hit(self.webhook_item, "webhook", ip)
+        """The webhook budget of ``ip``, separate from the API's; no backoff."""
+        allowed = await self.limiter.hit(self.webhook_item, "webhook", ip)
+        quota = await self._quota(self.webhook_item, "webhook", ip)
+        return Verdict(True, quota=quota) if allowed else self._refused(quota)
 
-    async def _hit(self, item: RateLimitItem, *identifiers: str) -> Verdict:
-        if await self.limiter.hit(item, *identifiers):
-            return Verdict(True)
+    async def _quota(self, item: RateLimitItem, *identifiers: str) -> Quota:
         stats = await self.limiter.get_window_stats(item, *identifiers)
-        return Verdict(False, max(1, math.ceil(stats.reset_time - time.time())), "RATE_LIMITED")
+        reset = max(0, math.ceil(stats.reset_time - time.time()))
+        return Quota(item.amount, max(0, stats.remaining), reset)
+
+    @staticmethod
+    def _refused(quota: Quota) -> Verdict:
+        return Verdict(False, max(1, quota.reset), "RATE_LIMITED", quota=quota)
 
     async def record_auth_failure(self, ip: str) -> None:
         """Count the failure in a moving window; past the threshold, block the IP for a
@@ -129,6 +174,28 @@ def _refusal(verdict: Verdict) -> ApiError:
         code=verdict.code,
         headers={"Retry-After": str(verdict.retry_after)},
     )
+
+
+class QuotaHeaders:
+    """A `send` that adds the budget's RateLimit-* headers to the answer, whatever it is."""
+
+    def __init__(self, send: Send, headers: list[tuple[bytes, bytes]]) -> None:
+        self.send = send
+        self.headers = headers
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", []), *self.headers]}
+        await self.send(message)
+
+
+def _with_quota(scope: Scope, send: Send, verdict: Verdict) -> Send:
+    if verdict.quota is None:
+        return send
+    headers = verdict.quota.headers()
+    # For the 500 handler, which answers outside every middleware (http/errors.py).
+    scope[RATE_LIMIT_HEADERS] = headers
+    return QuotaHeaders(send, headers)
 
 
 class BackoffGate:
@@ -183,13 +250,13 @@ class RateLimitMiddleware:
             await self._webhook(ip, scope, receive, send)
             return
         verdict = await self._check(ip)
+        send = _with_quota(scope, send, verdict)
         if not verdict.allowed:
             await _refusal(verdict).response()(scope, receive, send)
             return
-        blocked_for = await self._backoff_remaining(ip)
         gate: BackoffGate | StatusRecorder
-        if blocked_for > 0:
-            gate = BackoffGate(scope, receive, send, blocked_for)
+        if verdict.backoff > 0:
+            gate = BackoffGate(scope, receive, send, verdict.backoff)
         else:
             gate = StatusRecorder(send, default=0)
         try:
@@ -202,6 +269,7 @@ class RateLimitMiddleware:
         """Its own budget; a bad signature is not a guessed API key: it neither counts as an
         authentication failure nor is refused by the address's backoff."""
         verdict = await self._check_webhook(ip)
+        send = _with_quota(scope, send, verdict)
         if not verdict.allowed:
             await _refusal(verdict).response()(scope, receive, send)
             return
@@ -220,17 +288,11 @@ class RateLimitMiddleware:
             return self._policy_verdict()
 
     def _policy_verdict(self) -> Verdict:
-        """The store is unreachable: the failure policy decides the request."""
+        """The store is unreachable: the failure policy decides the request, without
+        backoff, and without RateLimit-* headers (no budget was counted)."""
         if self.guard.decide():
             return Verdict(True)
         return Verdict(False, RETRY_AFTER_SECONDS, "RATE_LIMIT_UNAVAILABLE", status=503)
-
-    async def _backoff_remaining(self, ip: str) -> int:
-        # The policy already decided this request in _check; an outage means no backoff.
-        try:
-            return await self.guard.call(lambda: self.limiter.backoff_remaining(ip))
-        except StoreUnavailable:
-            return 0
 
     async def _record_failure(self, ip: str) -> None:
         # Not recorded while the store is down (the guard logs the outage once).
