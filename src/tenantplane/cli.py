@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, astuple
 from importlib.metadata import version as package_version
@@ -123,6 +124,20 @@ def migrate(as_json: JsonOption = False) -> None:
     )
 
 
+def _listen(host: str, port: int, host_option: str, port_option: str) -> list[socket.socket]:
+    """Bound sockets, or the error naming the option to change: exit 3 when another program
+    listens there, 2 when the host or port cannot work here."""
+    from tenantplane.http.listen import CannotListen, bind_listeners
+
+    try:
+        return bind_listeners(host, port, host_option=host_option, port_option=port_option)
+    except CannotListen as exc:
+        code, exit_code = (
+            ("ADDRESS_IN_USE", EXIT_UNAVAILABLE) if exc.in_use else ("CANNOT_LISTEN", EXIT_USAGE)
+        )
+        raise CliError(code, exc.message, exit_code) from exc
+
+
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
@@ -134,18 +149,11 @@ def serve(
     An address that cannot be listened on is refused before the migration: exit 3 when
     another program listens there, 2 when the host or port cannot work here.
     """
-    from tenantplane.http.listen import CannotListen, bind_listeners
     from tenantplane.http.server import serve as serve_app
 
     settings = load_settings(json_logs=as_json)
     refuse_simulated_billing(settings)
-    try:
-        sockets = bind_listeners(host, port)
-    except CannotListen as exc:
-        code, exit_code = (
-            ("ADDRESS_IN_USE", EXIT_UNAVAILABLE) if exc.in_use else ("CANNOT_LISTEN", EXIT_USAGE)
-        )
-        raise CliError(code, exc.message, exit_code) from exc
+    sockets = _listen(host, port, "--host", "--port N (make serve PORT=N)")
     try:
         _migrate(settings)
         serve_app(settings, host, port, sockets)
@@ -171,9 +179,14 @@ def worker(
 
     settings = load_settings(json_logs=as_json)
     refuse_simulated_billing(settings)
-    asyncio.run(
-        run_worker(settings, build_supervisor, metrics_host=metrics_host, metrics_port=metrics_port)
-    )
+    sockets = None
+    if metrics_port is not None:
+        sockets = _listen(metrics_host, metrics_port, "--metrics-host", "--metrics-port N")
+    try:
+        asyncio.run(run_worker(settings, build_supervisor, metrics_sockets=sockets))
+    finally:
+        for sock in sockets or []:
+            sock.close()
 
 
 @keys_app.command("rotate")

@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -176,3 +177,30 @@ async def test_postgres_notifies_a_worker_at_once(
     finally:
         code, stderr = await worker.stop()
     assert code == 0, stderr
+
+
+async def test_a_metrics_port_in_use_is_one_line_naming_the_option(database_url: str) -> None:
+    """Before: uvicorn's log line, then a traceback ending in SystemExit: 3."""
+    env = {"TENANTPLANE_DATABASE_URL": database_url, "TENANTPLANE_LOG_JSON": "true"}
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        worker = await Worker.start(env, "--metrics-port", str(port))
+        code = await asyncio.wait_for(worker.process.wait(), timeout=60)
+        await worker._reader
+    assert code == 3, "".join(worker.text)
+    assert worker.text == [
+        f"error: 127.0.0.1:{port} is already in use; choose another port with --metrics-port N\n"
+    ]
+
+
+async def test_sigint_stops_the_worker_with_exit_status_0(database_url: str) -> None:
+    env = {"TENANTPLANE_DATABASE_URL": database_url, "TENANTPLANE_LOG_JSON": "true"}
+    worker = await Worker.start(env)
+    await worker.logged(lambda record: record["event"] == "worker started", "its start")
+    worker.process.send_signal(signal.SIGINT)
+    code = await asyncio.wait_for(worker.process.wait(), timeout=60)
+    await worker._reader
+    assert code == 0, "".join(worker.text)
+    assert worker.records[-1]["event"] == "worker stopped"

@@ -1,4 +1,5 @@
-"""The listening sockets of `tenantplane serve`, bound before anything else starts.
+"""The listening sockets of `tenantplane serve` (and of `worker --metrics-port`), bound
+before anything else starts.
 
 uvicorn binds once the app has started (after the migration) and, when it cannot, logs the
 ``OSError`` among its own records and exits 3: an operator reading a terminal saw
@@ -26,14 +27,15 @@ def _shown(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def _refusal(host: str, port: int, exc: OSError) -> CannotListen:
-    change_port = "choose another port with --port N (make serve PORT=N)"
+def _refusal(host: str, port: int, exc: OSError, options: tuple[str, str]) -> CannotListen:
+    host_option, port_option = options
+    change_port = f"choose another port with {port_option}"
     if exc.errno == errno.EADDRINUSE:
         return CannotListen(f"{_shown(host, port)} is already in use; {change_port}", in_use=True)
     if exc.errno == errno.EADDRNOTAVAIL:
         return CannotListen(
             f"cannot listen on {host}: it is not an address of this machine; "
-            "choose another with --host",
+            f"choose another with {host_option}",
             in_use=False,
         )
     if exc.errno == errno.EACCES:
@@ -45,10 +47,17 @@ def _refusal(host: str, port: int, exc: OSError) -> CannotListen:
     return CannotListen(f"cannot listen on {_shown(host, port)}: {exc.strerror}", in_use=False)
 
 
-def bind_listeners(host: str, port: int) -> list[socket.socket]:
+def bind_listeners(
+    host: str,
+    port: int,
+    *,
+    host_option: str = "--host",
+    port_option: str = "--port N (make serve PORT=N)",
+) -> list[socket.socket]:
     """Sockets bound to every address of ``host`` (not yet listening), as asyncio's
     ``create_server`` binds them: the address reusable at once after a restart, IPv6
-    sockets IPv6-only. ``CannotListen`` says why when one cannot be bound."""
+    sockets IPv6-only. ``CannotListen`` says why when one cannot be bound, naming the
+    options that choose another host or port."""
     try:
         found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as exc:
@@ -58,7 +67,7 @@ def bind_listeners(host: str, port: int) -> list[socket.socket]:
             else f"it cannot be resolved ({exc.strerror})"
         )
         raise CannotListen(
-            f"cannot listen on {host}: {reason}; choose another with --host", in_use=False
+            f"cannot listen on {host}: {reason}; choose another with {host_option}", in_use=False
         ) from exc
     sockets: list[socket.socket] = []
     try:
@@ -72,7 +81,7 @@ def bind_listeners(host: str, port: int) -> list[socket.socket]:
             try:
                 sock.bind(address)
             except OSError as exc:
-                raise _refusal(host, port, exc) from exc
+                raise _refusal(host, port, exc, (host_option, port_option)) from exc
     except BaseException:
         for sock in sockets:
             sock.close()

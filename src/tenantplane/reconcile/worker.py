@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import socket
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
@@ -54,23 +55,19 @@ class MetricsServer(uvicorn.Server):
 
 
 async def start_metrics_server(
-    supervisor: Supervisor, host: str, port: int
+    supervisor: Supervisor, sockets: list[socket.socket]
 ) -> tuple[MetricsServer, asyncio.Task[None]]:
+    """Serves on ``sockets``, bound beforehand (by the command: an address that cannot be
+    used is its one-line error, not uvicorn's exit from inside the worker's event loop)."""
     config = uvicorn.Config(
-        metrics_app(supervisor),
-        host=host,
-        port=port,
-        access_log=False,
-        log_config=None,
-        lifespan="off",
+        metrics_app(supervisor), access_log=False, log_config=None, lifespan="off"
     )
     server = MetricsServer(config)
-    task = asyncio.create_task(server.serve(), name="worker-metrics")
+    task = asyncio.create_task(server.serve(sockets=sockets), name="worker-metrics")
     while not server.started:
         if task.done():
-            # Bind failure (port in use): uvicorn logged why; the worker does not start.
             await task
-            raise OSError(f"cannot serve metrics on {host}:{port}")
+            raise OSError("the metrics server did not start")
         await asyncio.sleep(0.01)
     return server, task
 
@@ -79,10 +76,10 @@ async def run_worker(
     settings: Settings,
     build_supervisor: SupervisorFactory,
     *,
-    metrics_host: str = "127.0.0.1",
-    metrics_port: int | None = None,
+    metrics_sockets: list[socket.socket] | None = None,
 ) -> None:
-    """Run what ``build_supervisor`` assembles (the application's reconcilers) until a signal."""
+    """Run what ``build_supervisor`` assembles (the application's reconcilers) until a signal;
+    with ``metrics_sockets`` (bound: ``tenantplane.http.listen``), serve metrics on them."""
     configure_logging(settings.log_level, settings.log_json)
     database = Database.connect(
         settings.database_url,
@@ -98,8 +95,8 @@ async def run_worker(
             loop.add_signal_handler(signum, stop.set)
     server: MetricsServer | None = None
     serving: asyncio.Task[None] | None = None
-    if metrics_port is not None:
-        server, serving = await start_metrics_server(supervisor, metrics_host, metrics_port)
+    if metrics_sockets is not None:
+        server, serving = await start_metrics_server(supervisor, metrics_sockets)
     supervisor.start()
     log.info(
         "worker started",
