@@ -83,7 +83,47 @@ def render(value: Any, output: Output | None, columns: Sequence[str] | None = No
         return
     if columns is None:
         columns = [key for key, item in rows[0].items() if not isinstance(item, dict | list)]
-    table = Table(*[column.split(".")[-1].upper() for column in columns], box=None)
-    for row in rows:
-        table.add_row(*[_cell(_pick(row, column)) for column in columns])
-    stdout.print(table)
+    cells = [[_cell(_pick(row, column)) for column in columns] for row in rows]
+    table = Table(box=None)
+    needed = 0
+    for index, column in enumerate(columns):
+        header = column.split(".")[-1]
+        natural = max(len(header), *(row[index].cell_len for row in cells))
+        if header in WHOLE:
+            # Rich would otherwise shorten it with an ellipsis, or fold it across lines.
+            table.add_column(header.upper(), no_wrap=True, min_width=natural)
+            least = natural
+        else:
+            least = min(natural, NARROWEST)
+            table.add_column(header.upper(), overflow="fold", min_width=least)
+        needed += least + 2  # a space of padding either side
+    for row in cells:
+        table.add_row(*row)
+    _wide_enough(needed).print(table)
+
+
+# Columns another command takes as they are (an ID to get or delete, a name, an email, the
+# raw key printed once, a link to open): never cut. The others fold to make room for them.
+WHOLE = frozenset(
+    {"id", "name", "email", "key", "filename", "receiver", "url"}
+    | {"overviewURL", "updatePaymentMethodURL"}
+)
+NARROWEST = 6
+
+
+def _wide_enough(width: int) -> Console:
+    """``stdout``, or one as wide as the table's uncut columns need when the terminal is
+    narrower (Rich would cut even those): the terminal wraps the long lines instead."""
+    if width <= stdout.width:
+        return stdout
+    return Console(
+        file=sys.stdout,
+        width=width,
+        soft_wrap=True,
+        markup=False,
+        emoji=False,
+        highlight=False,
+        # The same names; Rich types the property as str and the argument as a Literal.
+        color_system=stdout.color_system,  # type: ignore[arg-type]
+        force_terminal=stdout.is_terminal,
+    )
