@@ -299,4 +299,4 @@ def test_tpctl_retries_429_then_503(tpctl: Run, proxy: tuple[Proxy, str]) -> Non
     fake.inject(*[Fault(503, code="INJECTED")] * 5)
     exhausted = tpctl("clusters", "list", env={"TPCTL_URL": url})
     assert exhausted.returncode == 8
-    assert "503 INJECTED" in exhausted.stderr
+    assert "Error: 503 unavailable INJECTED: injected" in exhausted.stderr

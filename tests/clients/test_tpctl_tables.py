@@ -5,6 +5,7 @@ the other columns give way."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from tests.clients.conftest import Run, ok
 
@@ -46,3 +47,19 @@ def test_the_raw_key_printed_once_is_whole_in_a_narrow_table(tpctl: Run) -> None
     assert printed is not None, created
     # It authenticates: nothing of it was cut.
     assert ok(tpctl("tenant", "get", env={"TPCTL_API_KEY": printed.group(0)}))["name"]
+
+
+def test_messages_on_standard_error_are_not_folded(tpctl: Run, home: Path) -> None:
+    """A path or name in a message is copied from the terminal: the terminal wraps it, tpctl
+    does not break it with a newline."""
+    name = "a-profile-whose-name-is-long-enough-to-pass-the-width"
+    saved = tpctl("config", "set-profile", name, "--tenant", "t", env=NARROW)
+    assert saved.returncode == 0, saved.stderr
+    path = home / ".config" / "tpctl" / "config.yaml"
+    assert saved.stderr == f"Profile {name} saved in {path}\n"
+    missing = tpctl("clusters", "get", name, env=NARROW)
+    assert missing.returncode == 4
+    assert missing.stderr == "Error: 404 not_found NOT_FOUND: cluster not found\n"
+    unknown = tpctl("config", "use", f"{name}-and-more", env=NARROW)
+    assert unknown.returncode == 3
+    assert len(unknown.stderr.splitlines()) == 1, unknown.stderr

@@ -221,8 +221,13 @@ def kubeconfig_command(
         profile=profile_name,
         command=command,
     )
-    kubeconfig.merge(path, new, set_current=set_current)
-    say(f"Context {context_name} written to {path}")
+    merged = kubeconfig.merge(path, new, set_current=set_current)
+    if merged is kubeconfig.Merged.written:
+        say(f"Context {context_name} written to {path}")
+    elif merged is kubeconfig.Merged.made_current:
+        say(f"Context {context_name} already in {path}; made the current context")
+    else:
+        say(f"Context {context_name} already in {path}; unchanged")
 
 
 @handled

@@ -6,6 +6,7 @@ asks tpctl for the caller's own credential each time, so no secret is copied int
 
 from __future__ import annotations
 
+import enum
 import os
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,16 @@ def entries(
     }
 
 
-def _merge_entry(document: dict[str, Any], section: str, entry: dict[str, Any]) -> None:
+class Merged(enum.Enum):
+    """What ``merge`` did, for tpctl to say."""
+
+    written = "written"  # an entry was added (or the file created)
+    made_current = "made_current"  # all there already; only the current context changed
+    unchanged = "unchanged"  # all there already: the file was not written
+
+
+def _merge_entry(document: dict[str, Any], section: str, entry: dict[str, Any]) -> bool:
+    """Add ``entry`` to ``section``; False when an equal entry is there already."""
     items: list[dict[str, Any]] = document.setdefault(section, None) or []
     document[section] = items
     for existing in items:
@@ -62,28 +72,38 @@ def _merge_entry(document: dict[str, Any], section: str, entry: dict[str, Any]) 
                     f"{section[:-1]} {entry['name']!r} already exists with other settings; "
                     "choose another name with --context or remove it first"
                 )
-            return
+            return False
     items.append(entry)
+    return True
 
 
-def merge(path: Path, new: dict[str, Any], *, set_current: bool) -> None:
-    """Add the entries to the kubeconfig at ``path`` (created if absent), mode 0600."""
+def merge(path: Path, new: dict[str, Any], *, set_current: bool) -> Merged:
+    """Add the entries to the kubeconfig at ``path`` (created if absent), mode 0600; when
+    nothing would change, the file is left as it is (not even rewritten)."""
     document: dict[str, Any] = {}
     if path.exists():
         loaded = yaml.safe_load(path.read_text()) or {}
         if not isinstance(loaded, dict):
             raise KubeconfigConflict(f"{path} is not a kubeconfig")
         document = loaded
+    added = not document
     document.setdefault("apiVersion", "v1")
     document.setdefault("kind", "Config")
     document.setdefault("preferences", {})
-    _merge_entry(document, "clusters", new["cluster"])
-    _merge_entry(document, "users", new["user"])
-    _merge_entry(document, "contexts", new["context"])
-    if set_current or not document.get("current-context"):
-        document["current-context"] = new["context"]["name"]
+    for section, entry in (("clusters", "cluster"), ("users", "user"), ("contexts", "context")):
+        added |= _merge_entry(document, section, new[entry])
+    name = new["context"]["name"]
+    switched = False
+    if (set_current or not document.get("current-context")) and (
+        document.get("current-context") != name
+    ):
+        document["current-context"] = name
+        switched = True
+    if not added and not switched:
+        return Merged.unchanged
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     write_private(path, yaml.safe_dump(document, sort_keys=False))
+    return Merged.written if added else Merged.made_current
 
 
 def exec_credential(token: str) -> dict[str, Any]:

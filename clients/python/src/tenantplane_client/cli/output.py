@@ -18,8 +18,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+# soft_wrap: lines are left to the terminal to wrap, so a path, a name or an ID in a message
+# is never broken by a newline of Rich's (a copied path would not work).
 stdout = Console(soft_wrap=True, markup=False, emoji=False, highlight=False)
-stderr = Console(stderr=True, markup=False, emoji=False, highlight=False)
+stderr = Console(stderr=True, soft_wrap=True, markup=False, emoji=False, highlight=False)
 
 
 def labelled(label: str, style: str, message: object) -> Text:
