@@ -8,7 +8,6 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
 from prometheus_client import CollectorRegistry
-from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from tenantplane import ops
 from tenantplane.access import Identity
@@ -30,6 +29,7 @@ from tenantplane.http.documents import EncodedDocuments
 from tenantplane.http.errors import error_responses, install_error_handlers
 from tenantplane.http.observability import HttpMetrics, ObservabilityMiddleware, RouteTemplates
 from tenantplane.http.openapi import API_PREFIX, openapi_document, operation_id
+from tenantplane.http.proxy import TrustedProxyHeadersMiddleware
 from tenantplane.http.ratelimit import RateLimiter, RateLimitMiddleware
 from tenantplane.http.ratelimit_store import StoreGuard
 from tenantplane.http.request_id import RequestIdMiddleware
@@ -163,7 +163,7 @@ def create_app(
         prefixes=(API_PREFIX + "/",),
         webhook_prefixes=(API_PREFIX + "/webhooks/",),
     )
-    app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.trusted_proxies)
+    app.add_middleware(TrustedProxyHeadersMiddleware, trusted_hosts=settings.trusted_proxies)
     app.add_middleware(RequestBodyMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(
         ObservabilityMiddleware,

@@ -43,6 +43,7 @@ from tenantplane.alerting.validation.policy import Policy
 from tenantplane.db.session import SessionDep
 from tenantplane.http.errors import NotFound, ValidationFailed, error_responses
 from tenantplane.http.etag import NOT_MODIFIED, IfMatch, set_etag
+from tenantplane.http.location import set_location
 from tenantplane.keys import KeyRing
 from tenantplane.providers.alerting.base import AlertingBackend
 
@@ -73,6 +74,13 @@ def _responses(
 def _read_responses(model: type[BaseModel] | None, *errors: int) -> dict[int | str, dict[str, Any]]:
     """A read's: every one sends the wrapper ETag, so every one is conditional."""
     return {**_responses(model, *errors), **NOT_MODIFIED}
+
+
+def _created_or_replaced(request: Request, response: Response, created: bool) -> None:
+    """A PUT's status: 201 naming the item's own URL (Location) when it created it, else 200."""
+    response.status_code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+    if created:
+        set_location(request, response)
 
 
 async def get_backend(request: Request) -> AlertingBackend:
@@ -287,6 +295,7 @@ async def put_receiver(
     name: str,
     body: JsonObject,
     alerting: AlertingDep,
+    request: Request,
     response: Response,
     if_match: IfMatch = None,
 ) -> dict[str, Any]:
@@ -300,7 +309,7 @@ async def put_receiver(
     )
     receiver, created = written.value
     set_etag(response, written.snapshot.version)
-    response.status_code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+    _created_or_replaced(request, response, created)
     result: dict[str, Any] = receiver
     return result
 
@@ -383,6 +392,7 @@ async def put_route(
     route_id: RouteId,
     body: JsonObject,
     alerting: AlertingDep,
+    request: Request,
     response: Response,
     if_match: IfMatch = None,
 ) -> dict[str, Any]:
@@ -396,7 +406,7 @@ async def put_route(
     )
     route, created = written.value
     set_etag(response, written.snapshot.version)
-    response.status_code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+    _created_or_replaced(request, response, created)
     result: dict[str, Any] = route
     return result
 
@@ -570,6 +580,7 @@ async def put_template(
     filename: str,
     body: TemplateWrite,
     alerting: AlertingDep,
+    request: Request,
     response: Response,
     if_match: IfMatch = None,
 ) -> TemplateRead:
@@ -581,7 +592,7 @@ async def put_template(
         Focus(f"templates.{filename}", whole="contents"),
     )
     set_etag(response, written.snapshot.version)
-    response.status_code = status.HTTP_201_CREATED if written.value else status.HTTP_200_OK
+    _created_or_replaced(request, response, written.value)
     return TemplateRead(filename=filename, contents=body.contents)
 
 
@@ -659,6 +670,7 @@ async def put_time_interval(
     name: str,
     body: TimeIntervalWrite,
     alerting: AlertingDep,
+    request: Request,
     response: Response,
     if_match: IfMatch = None,
 ) -> TimeIntervalRead:
@@ -672,7 +684,7 @@ async def put_time_interval(
     )
     entry, created = written.value
     set_etag(response, written.snapshot.version)
-    response.status_code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+    _created_or_replaced(request, response, created)
     return TimeIntervalRead(name=name, time_intervals=entry["time_intervals"])
 
 

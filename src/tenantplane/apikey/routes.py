@@ -12,6 +12,7 @@ from tenantplane.apikey.tokens import KEY_ID_PATTERN
 from tenantplane.db.session import SessionDep
 from tenantplane.http.errors import error_responses
 from tenantplane.http.etag import NOT_MODIFIED, set_etag
+from tenantplane.http.location import set_location
 from tenantplane.http.schemas import ItemList
 from tenantplane.idempotency.dependency import IDEMPOTENCY_RESPONSES, CapturingRoute, Idempotent
 
@@ -55,6 +56,7 @@ async def create_api_key(
     )
     key = issued.key
     set_etag(response, key.resource_version)
+    set_location(request, response, key.id)
     response.headers["Cache-Control"] = "no-store"
     return ApiKeyCreated.of(key, issued.raw_key)
 

@@ -22,6 +22,7 @@ from tenantplane.db.session import ReadsDep, SessionDep
 from tenantplane.http.documents import DocumentResponse, EncodedDocuments
 from tenantplane.http.errors import error_responses
 from tenantplane.http.etag import NOT_MODIFIED, IfMatch, set_etag
+from tenantplane.http.location import set_location
 from tenantplane.http.names import path_name, resource_name_path
 from tenantplane.http.schemas import ItemList
 from tenantplane.idempotency.dependency import IDEMPOTENCY_RESPONSES, CapturingRoute, Idempotent
@@ -59,6 +60,7 @@ async def create_cluster(
     body: ClusterCreate,
     session: SessionDep,
     catalogues: CataloguesDep,
+    request: Request,
     response: Response,
 ) -> ClusterRead:
     """Create a cluster.
@@ -67,7 +69,7 @@ async def create_cluster(
     """
     cluster, warnings = await service.create(session, principal.tenant_id, body, catalogues)
     set_etag(response, cluster.resource_version)
-    response.headers["Location"] = f"clusters/{cluster.name}"
+    set_location(request, response, cluster.name)
     return ClusterRead.of(cluster, warnings)
 
 

@@ -205,6 +205,20 @@ def _rate_limited(operation: dict[str, Any]) -> None:
         }
 
 
+LOCATION_HEADER = {
+    "description": "The created resource's absolute URL, from the scheme and host the request "
+    "reached (through TENANTPLANE_TRUSTED_PROXIES: X-Forwarded-Proto and X-Forwarded-Host)",
+    "schema": {"type": "string", "format": "uri"},
+}
+
+
+def _created(operation: dict[str, Any]) -> None:
+    """Every 201 names what it created (http/location.py)."""
+    created = operation.get("responses", {}).get("201")
+    if created is not None:
+        created.setdefault("headers", {})["Location"] = LOCATION_HEADER
+
+
 def _document_webhook(operation: dict[str, Any]) -> None:
     operation.setdefault("parameters", []).append(
         {
@@ -254,6 +268,7 @@ def build_document(app: FastAPI) -> dict[str, Any]:
             _document_webhook(operation)
         _common_errors(operation)
         _conditional(operation)
+        _created(operation)
         if item.path.startswith(API_PREFIX + "/"):
             _secure(operation, item.route)
             _rate_limited(operation)

@@ -29,6 +29,7 @@ from tenantplane.access import (
 from tenantplane.db.clock import database_now
 from tenantplane.db.session import SessionDep
 from tenantplane.http.errors import ApiError, error_responses, validation_error
+from tenantplane.http.location import origin_of
 from tenantplane.idempotency import service
 from tenantplane.idempotency.repository import IdempotencyRepository
 from tenantplane.keys import KeyRing
@@ -151,6 +152,7 @@ async def _idempotent(
         key=key,
         request_fingerprint=fingerprint,
         now=await database_now(session),
+        origin=origin_of(request),
     )
     try:
         yield lock_state

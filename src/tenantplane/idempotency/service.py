@@ -15,6 +15,7 @@ from cryptography.fernet import Fernet, InvalidToken
 from starlette.responses import Response
 
 from tenantplane.http.errors import ApiError, Conflict
+from tenantplane.http.location import without_origin
 from tenantplane.idempotency.models import IdempotencyRecord
 from tenantplane.idempotency.repository import IdempotencyRepository
 from tenantplane.keys import KeyRing, Purpose
@@ -144,6 +145,9 @@ def make_record(
     headers = {
         name: response.headers[name] for name in REPLAYED_HEADERS if name in response.headers
     }
+    if "location" in headers:
+        # The repeat may come through another address: its replay gets its own origin.
+        headers["location"] = without_origin(headers["location"])
     current = keys.current
     fernet = _fernet(keys, current.derivation)
     assert fernet is not None  # the current key is always in the ring
@@ -160,8 +164,11 @@ def make_record(
     )
 
 
-def replayed_response(keys: KeyRing, record: IdempotencyRecord) -> Response | None:
-    """The stored response, or None when no key of the ring can read it any more."""
+def replayed_response(
+    keys: KeyRing, record: IdempotencyRecord, origin: str = ""
+) -> Response | None:
+    """The stored response, or None when no key of the ring can read it any more; a stored
+    Location's path is put below ``origin`` (the repeat's scheme and host)."""
     fernet = _fernet(keys, record.key_derivation)
     if fernet is None:
         return None
@@ -172,6 +179,9 @@ def replayed_response(keys: KeyRing, record: IdempotencyRecord) -> Response | No
     response = Response(content=body, status_code=record.status_code)
     for name, value in record.headers.items():
         response.headers[name] = value
+    location = record.headers.get("location", "")
+    if location.startswith("/"):
+        response.headers["location"] = origin + location
     response.headers[REPLAYED_HEADER] = "true"
     return response
 
@@ -184,9 +194,11 @@ async def claim(
     key: str,
     request_fingerprint: str,
     now: datetime,
+    origin: str = "",
 ) -> None:
     """Make this request the one that runs under the key, or raise what answers it instead:
-    409 while another holds the key, 422 for a different request, the replay for a repeat."""
+    409 while another holds the key, 422 for a different request, the replay for a repeat
+    (its Location under ``origin``, the repeat's scheme and host)."""
     if not await repository.try_lock(tenant_id, key):
         raise key_in_flight()
     await repository.purge_expired(tenant_id, now)
@@ -195,7 +207,7 @@ async def claim(
         return
     if record.fingerprint != request_fingerprint:
         raise IdempotencyKeyReused()
-    stored = replayed_response(keys, record)
+    stored = replayed_response(keys, record, origin)
     if stored is None:
         # Made under a secret key since retired: it cannot be replayed, so the key is free.
         await repository.session.delete(record)

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, Response, status
+from fastapi import APIRouter, Request, Response, status
 
 from tenantplane.access import TenantAdmin, TenantMember
 from tenantplane.db.session import SessionDep
 from tenantplane.http.errors import error_responses
 from tenantplane.http.etag import NOT_MODIFIED, IfMatch, set_etag
+from tenantplane.http.location import set_location
 from tenantplane.http.schemas import ItemList
 from tenantplane.idempotency.dependency import IDEMPOTENCY_RESPONSES, CapturingRoute, Idempotent
 from tenantplane.member import service
@@ -24,6 +25,7 @@ async def add_member(
     _: Idempotent,
     body: MemberCreate,
     session: SessionDep,
+    request: Request,
     response: Response,
     if_match: IfMatch = None,
 ) -> MemberRead:
@@ -34,6 +36,7 @@ async def add_member(
     """
     added = await service.add(session, principal.tenant_id, body.email, body.role, if_match)
     set_etag(response, added.list_version)
+    set_location(request, response, added.member.email)
     return MemberRead.of(added.member)
 
 

@@ -2,12 +2,13 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Response, status
+from fastapi import APIRouter, Request, Response, status
 
 from tenantplane.access import TenantAdmin, TenantAdminStateInWrite, TenantMember
 from tenantplane.db.session import DatabaseDep, SessionDep
 from tenantplane.http.errors import error_responses
 from tenantplane.http.etag import NOT_MODIFIED, IfMatch, set_etag
+from tenantplane.http.location import set_location
 from tenantplane.http.names import resource_name_path
 from tenantplane.http.schemas import ItemList
 from tenantplane.idempotency.dependency import (
@@ -34,6 +35,7 @@ async def create_secret(
     body: SecretCreate,
     session: SessionDep,
     database: DatabaseDep,
+    request: Request,
     response: Response,
 ) -> SecretRead:
     """Create a managed secret.
@@ -44,6 +46,7 @@ async def create_secret(
         session, database, principal.tenant_id, body, state_locked=state_locked
     )
     set_etag(response, secret.resource_version)
+    set_location(request, response, secret.name)
     return SecretRead.of(secret)
 
 
