@@ -270,13 +270,18 @@ def test_update_prints_a_sentence_not_a_dict(database: Database, database_url: s
     )
 
 
-def test_a_bad_setting_names_its_environment_variable(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("variable", "value"), [("TENANTPLANE_LOG_JSON", "maybe"), ("TENANTPLANE_LOG_FORMAT", "xml")]
+)
+def test_a_bad_setting_names_its_environment_variable(
+    tmp_path: Path, variable: str, value: str
+) -> None:
     result = invoke(
-        f"sqlite+aiosqlite:///{tmp_path / 'x.db'}", "tenant", "list", TENANTPLANE_LOG_JSON="maybe"
+        f"sqlite+aiosqlite:///{tmp_path / 'x.db'}", "tenant", "list", **{variable: value}
     )
     assert result.exit_code == 2
     [line] = result.stderr.strip().splitlines()
-    assert line.startswith("error: TENANTPLANE_LOG_JSON: ")
+    assert line.startswith(f"error: {variable}: ")
     assert "Traceback" not in result.output
 
 

@@ -9,6 +9,8 @@ import os
 import signal
 import socket
 import subprocess
+import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -172,3 +174,122 @@ def test_our_events_are_json_lines_on_the_stderr_of_the_moment(
     assert failed["level"] == "error"
     assert "ValueError: boom" in failed["exception"]
     assert (foreign["logger"], foreign["level"]) == ("tests.logging.library", "warning")
+
+
+def on_a_terminal(
+    arguments: list[str],
+    env: dict[str, str],
+    meanwhile: Callable[[subprocess.Popen[bytes]], None] | None = None,
+) -> tuple[int, str, str]:
+    """Runs ``tenantplane`` with its stderr a pseudo-terminal, as in an operator's shell, and
+    its stdout a pipe (``meanwhile`` is given the process while it runs): exit code, stdout
+    and what the terminal showed, lines ending in \\n."""
+    controller, terminal = os.openpty()
+    try:
+        process = subprocess.Popen(
+            [TENANTPLANE, *arguments], env=env, stdout=subprocess.PIPE, stderr=terminal
+        )
+    finally:
+        os.close(terminal)
+    shown: list[bytes] = []
+
+    def read() -> None:
+        # Read as it comes: a full terminal buffer would block the process's writes.
+        while True:
+            try:
+                chunk = os.read(controller, 65536)
+            except OSError:  # EIO: the process's side of the terminal is closed
+                return
+            if not chunk:
+                return
+            shown.append(chunk)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        if meanwhile is not None:
+            meanwhile(process)
+        assert process.stdout is not None
+        stdout = process.stdout.read().decode()
+        code = process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        reader.join(timeout=60)
+        os.close(controller)
+    return code, stdout, b"".join(shown).decode().replace("\r\n", "\n")
+
+
+def migrate_env(tmp_path: Path, **settings: str) -> dict[str, str]:
+    env = {
+        **os.environ,
+        "TENANTPLANE_DATABASE_URL": f"sqlite:///{tmp_path / 'fresh.db'}",
+        "TENANTPLANE_SECRET_KEY_FILE": str(tmp_path / "secret.key"),
+        **settings,
+    }
+    for name in ("TENANTPLANE_LOG_JSON", "TENANTPLANE_LOG_FORMAT", "NO_COLOR"):
+        if name not in settings:
+            env.pop(name, None)
+    return env
+
+
+def test_a_terminal_is_shown_readable_coloured_lines_and_the_result_alone_on_stdout(
+    tmp_path: Path,
+) -> None:
+    code, stdout, shown = on_a_terminal(["migrate"], migrate_env(tmp_path))
+    assert code == 0, shown
+    assert stdout == "database schema is up to date\n"
+    lines = shown.splitlines()
+    assert any("Running upgrade" in line and "alembic.runtime.migration" in line for line in lines)
+    assert not any(line.lstrip().startswith("{") for line in lines), shown
+    assert "\x1b[" in shown  # coloured: a terminal
+
+
+def test_log_format_json_keeps_json_lines_on_a_terminal(tmp_path: Path) -> None:
+    env = migrate_env(tmp_path, TENANTPLANE_LOG_FORMAT="json")
+    code, stdout, shown = on_a_terminal(["migrate"], env)
+    assert code == 0, shown
+    assert stdout == "database schema is up to date\n"
+    records = json_lines(shown)
+    assert any(r["event"].startswith("Running upgrade") for r in records)
+
+
+@pytest.mark.parametrize(
+    "settings", [{"TENANTPLANE_LOG_FORMAT": "console"}, {"TENANTPLANE_LOG_JSON": "false"}]
+)
+def test_log_format_console_elsewhere_is_readable_lines_without_colour(
+    tmp_path: Path, settings: dict[str, str]
+) -> None:
+    """Asked for (LOG_JSON=false is the earlier spelling) with stderr not a terminal: no
+    escape sequences in a file."""
+    done = subprocess.run(
+        [TENANTPLANE, "migrate"],
+        env=migrate_env(tmp_path, **settings),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Running upgrade" in done.stderr
+    assert not any(line.startswith("{") for line in done.stderr.splitlines())
+    assert "\x1b[" not in done.stderr
+
+
+def test_serve_json_logs_json_lines_on_a_terminal_whatever_the_setting(tmp_path: Path) -> None:
+    port = free_port()
+    env = {**server_env(tmp_path), "TENANTPLANE_LOG_FORMAT": "console"}
+    env.pop("TENANTPLANE_LOG_JSON", None)
+
+    def stop_once_serving(process: subprocess.Popen[bytes]) -> None:
+        wait_until_serving(f"http://127.0.0.1:{port}", process, tmp_path / "none")
+        process.send_signal(signal.SIGTERM)
+
+    code, stdout, shown = on_a_terminal(
+        ["serve", "--port", str(port), "--json"], env, stop_once_serving
+    )
+    assert code == 0, shown
+    assert stdout == ""
+    events = [record["event"] for record in json_lines(shown)]
+    assert "server started" in events
+    assert "server stopped" in events

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import secrets
 import signal
 import subprocess
@@ -29,6 +30,7 @@ from typing import Any
 
 import httpx
 import pytest
+import structlog
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
@@ -163,15 +165,32 @@ def vault_with_a_secret(values: list[str]) -> Iterator[dict[str, str]]:
 
 
 CASES = [
-    ("sqlite", "database"),
-    ("postgresql", "database"),
-    ("sqlite", "mimir"),
-    ("postgresql", "alertmanager"),
+    ("sqlite", "database", "json"),
+    ("postgresql", "database", "json"),
+    ("sqlite", "mimir", "json"),
+    ("postgresql", "alertmanager", "json"),
+    # The readable lines of a terminal (TENANTPLANE_LOG_FORMAT=console) render the same
+    # records: no more may be in them.
+    ("sqlite", "mimir", "console"),
 ]
 
 
-@pytest.mark.parametrize(("database", "alerting"), CASES)
-def test_debug_logs_hold_no_credential(database: str, alerting: str, tmp_path: Path) -> None:
+def levels_and_loggers(logged: str, log_format: str, leaked: list[str]) -> tuple[set[str], str]:
+    """The levels logged, and the loggers of the lines holding a leaked value (console:
+    those lines themselves)."""
+    lines = logged.splitlines()
+    if log_format == "console":
+        levels = set(re.findall(r"^\S+ \[(\w+)\s*\]", logged, re.MULTILINE))
+        return levels, repr([line for line in lines if any(v in line for v in leaked)][:5])
+    records = [json.loads(line) for line in lines]
+    culprits = {r["logger"] for r in records if any(v in json.dumps(r) for v in leaked)}
+    return {record["level"] for record in records}, repr(sorted(culprits))
+
+
+@pytest.mark.parametrize(("database", "alerting", "log_format"), CASES)
+def test_debug_logs_hold_no_credential(
+    database: str, alerting: str, log_format: str, tmp_path: Path
+) -> None:
     values: list[str] = [TEST_SECRET]
     log, operator_log = tmp_path / "stderr", tmp_path / "operator"
     with (
@@ -187,8 +206,10 @@ def test_debug_logs_hold_no_credential(database: str, alerting: str, tmp_path: P
             **settings,
             **vault,
             "TENANTPLANE_LOG_LEVEL": "DEBUG",
+            "TENANTPLANE_LOG_FORMAT": log_format,
             "TENANTPLANE_REDIS_URL": redis_url(),
         }
+        env.pop("TENANTPLANE_LOG_JSON", None)
         port = free_port()
         base_url = f"http://127.0.0.1:{port}"
         with log.open("wb") as err:
@@ -224,18 +245,11 @@ def test_debug_logs_hold_no_credential(database: str, alerting: str, tmp_path: P
                 process.wait(timeout=60)
 
     logged = log.read_text(errors="replace") + operator_log.read_text(errors="replace")
-    levels = {json.loads(line)["level"] for line in logged.splitlines()}
-    assert "debug" in levels  # the processes did log at DEBUG
-    assert len(values) > 60
     leaked = [value for value in values if value in logged]
-    loggers = sorted(
-        {
-            json.loads(line)["logger"]
-            for line in logged.splitlines()
-            if any(value in line for value in leaked)
-        }
-    )
-    assert leaked == [], f"{len(leaked)} of {len(values)} credentials logged by {loggers}"
+    levels, culprits = levels_and_loggers(logged, log_format, leaked)
+    assert "debug" in levels  # the processes did log at DEBUG, in the format asked for
+    assert len(values) > 60
+    assert leaked == [], f"{len(leaked)} of {len(values)} credentials logged by {culprits}"
 
 
 def test_quieted_loggers_stay_quiet_below_warning_whatever_their_level(
@@ -257,6 +271,27 @@ def test_quieted_loggers_stay_quiet_below_warning_whatever_their_level(
     assert value not in logged
     events = [(r["logger"], r["event"]) for r in map(json.loads, logged.splitlines())]
     assert events == [("aiosqlite", "a warning"), ("alembic.runtime.migration", "a step")]
+
+
+def test_console_tracebacks_show_no_local_variables(capsys: pytest.CaptureFixture[str]) -> None:
+    """The readable format draws an exception's traceback without the values of its frames'
+    variables (rich's, structlog's default there, shows them): a credential being checked
+    when something failed stays out of the log."""
+    configure_logging("INFO", json=False)
+    value = token()
+
+    def check(credential: str) -> None:
+        raise ValueError("refused")
+
+    try:
+        check(value)
+    except ValueError:
+        structlog.get_logger("tests.console").exception("check failed")
+    logged = capsys.readouterr().err
+    configure_logging("INFO", json=True)
+    assert value not in logged
+    assert "check failed" in logged
+    assert "ValueError: refused" in logged
 
 
 async def test_database_errors_carry_no_parameters(database: Database) -> None:

@@ -211,7 +211,11 @@ class Settings(BaseSettings):
     secret_retry_seconds: float = Field(default=5.0, gt=0)
 
     log_level: Literal["CRITICAL", "ERROR", "WARNING", "INFO", "DEBUG"] = "INFO"
-    log_json: bool = True
+    # auto: readable lines when stderr is a terminal, JSON lines otherwise (files, pipes,
+    # journald, containers). json/console force one; LOG_JSON true/false is the earlier
+    # spelling, which LOG_FORMAT overrides. Resolved into log_json (None: auto).
+    log_format: Literal["auto", "json", "console"] = "auto"
+    log_json: bool | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -245,6 +249,15 @@ class Settings(BaseSettings):
                     "TENANTPLANE_SYNC_PROVIDER=external-secrets needs TENANTPLANE_VAULT_ADDR"
                 )
         return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _resolve_log_format(cls, data: Any) -> Any:
+        # Anything but json or console is left to the field's own validation (auto, or an
+        # error naming TENANTPLANE_LOG_FORMAT).
+        if isinstance(data, dict) and data.get("log_format") in ("json", "console"):
+            return {**data, "log_json": data["log_format"] == "json"}
+        return data
 
     @field_validator("cluster_host_template")
     @classmethod

@@ -1,4 +1,6 @@
-"""Logging: one stream of JSON lines on stderr for our events and every library's records.
+"""Logging: one stream of lines on stderr for our events and every library's records: JSON
+lines, or readable ones (structlog's console renderer, coloured) when stderr is a terminal
+and no format was asked for (``TENANTPLANE_LOG_FORMAT``; docs/operations.md).
 
 Our structlog events are rendered by structlog itself and written as one line each
 (``StderrLogger``); the standard-library records of uvicorn, Alembic, SQLAlchemy and the
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import json as stdlib_json
 import logging
+import os
 import sys
 from typing import Any
 
@@ -128,13 +131,30 @@ def _shared_processors(json: bool) -> list[structlog.typing.Processor]:
     return processors
 
 
-def configure_logging(level: str = "INFO", json: bool = True) -> None:
-    """Idempotent: the process keeps one handler however often this runs."""
+def _stderr_is_a_terminal() -> bool:
+    isatty = getattr(sys.stderr, "isatty", None)
+    return bool(callable(isatty) and isatty())
+
+
+def console_renderer() -> structlog.dev.ConsoleRenderer:
+    """Readable lines, coloured only on a terminal (escape sequences are noise in a file) and
+    without ``NO_COLOR``. Tracebacks plain: the default (rich's, with rich installed) prints
+    the values of each frame's variables, and those may be credentials."""
+    colours = _stderr_is_a_terminal() and not os.environ.get("NO_COLOR")
+    return structlog.dev.ConsoleRenderer(
+        colors=colours, exception_formatter=structlog.dev.plain_traceback
+    )
+
+
+def configure_logging(level: str = "INFO", json: bool | None = True) -> None:
+    """Idempotent: the process keeps one handler however often this runs. ``json`` None:
+    JSON lines unless stderr is a terminal (an operator's shell), which gets readable ones;
+    decided now, for the stderr of the moment."""
+    if json is None:
+        json = not _stderr_is_a_terminal()
     shared = _shared_processors(json)
     renderer: structlog.typing.Processor = (
-        structlog.processors.JSONRenderer(serializer=_json_line)
-        if json
-        else structlog.dev.ConsoleRenderer()
+        structlog.processors.JSONRenderer(serializer=_json_line) if json else console_renderer()
     )
     _handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
