@@ -59,7 +59,7 @@ JsonOption = Annotated[
     bool, typer.Option("--json", help="Print the result, or the error, as one JSON document.")
 ]
 JsonLogsOption = Annotated[
-    bool, typer.Option("--json", help="Log JSON lines whatever TENANTPLANE_LOG_JSON says.")
+    bool, typer.Option("--json", help="Log JSON lines whatever TENANTPLANE_LOG_FORMAT says.")
 ]
 
 
