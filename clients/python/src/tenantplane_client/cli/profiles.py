@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,7 +66,28 @@ class Profile:
             raise ConfigError(
                 "missing " + ", ".join(missing) + ": set them with `tpctl config set-profile`"
             )
+        _check_url(self.url)
+        # Sent in a header: anything else fails deep in the HTTP library (a traceback), and
+        # such a value is a key cut short (an ellipsis) or pasted with more text.
+        if not CREDENTIAL.fullmatch(self.credential):
+            raise ConfigError(
+                "the API key or token holds characters an API key or token never has "
+                "(spaces, line breaks, non-ASCII): was it cut or pasted with extra text?"
+            )
         return self.url, self.tenant, self.credential
+
+
+CREDENTIAL = re.compile(r"[\x21-\x7e]+")
+
+
+def _check_url(url: str) -> None:
+    """A server origin, or a configuration error now (not 'Unreachable' after retries)."""
+    where = f"{ENV_URL} or the profile's url {url!r}"
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        raise ConfigError(f"{where}: must start with http:// or https://")
+    if not parts.hostname:
+        raise ConfigError(f"{where}: no host")
 
 
 @dataclass
