@@ -33,7 +33,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.contract.server import TENANTPLANE, free_port, server_env, wait_until_serving
+from tests.contract.server import TENANTPLANE, server_env, serving
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTED_ADDRESS = "http://127.0.0.1:8080"
@@ -83,37 +83,15 @@ class Acme:
 def acme(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Acme]:
     directory = tmp_path_factory.mktemp("docs-examples")
     env = {**server_env(directory), "TENANTPLANE_DATA_DIR": str(directory / "data")}
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}"
-    log = directory / "server.log"
-    with log.open("wb") as output:
-        process = subprocess.Popen(
-            [TENANTPLANE, "serve", "--host", "127.0.0.1", "--port", str(port)],
-            env=env,
-            stdout=output,
-            stderr=subprocess.STDOUT,
+    with serving(env, directory / "server.log") as base_url:
+        # The README's first steps (`uv run tenantplane …` is this executable).
+        readme = ["tenant", "create", "acme", "--admin-email", "a@example.com", "--json"]
+        created = subprocess.run(
+            [TENANTPLANE, *readme], env=env, capture_output=True, text=True, check=True
         )
-        try:
-            wait_until_serving(base_url, process, log)
-            # The README's first steps (`uv run tenantplane …` is this executable).
-            readme = ["tenant", "create", "acme", "--admin-email", "a@example.com", "--json"]
-            created = subprocess.run(
-                [TENANTPLANE, *readme],
-                env=env,
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            tenant = Acme(base_url, json.loads(created.stdout)["apiKey"]["key"], env)
-            _create_dev_cluster(tenant)
-            yield tenant
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        tenant = Acme(base_url, json.loads(created.stdout)["apiKey"]["key"], env)
+        _create_dev_cluster(tenant)
+        yield tenant
 
 
 def _create_dev_cluster(acme: Acme) -> None:

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import stat
 import subprocess
 from pathlib import Path
 
 import httpx
 
-from tests.contract.server import TENANTPLANE, free_port, wait_until_serving
+from tests.contract.server import TENANTPLANE, serving
 from tests.fakes.alertmanager_reload import running_refusing_alertmanager
 
 
@@ -61,38 +60,23 @@ def test_everything_a_server_creates_is_private_under_a_permissive_umask(
             TENANTPLANE_ALERTMANAGER_URL=alertmanager.url,
             TENANTPLANE_RATE_LIMIT="1000000/minute",
         )
-        port = free_port()
-        base_url = f"http://127.0.0.1:{port}"
-        log = tmp_path / "server.log"
-        with log.open("wb") as output:
-            server = subprocess.Popen(
-                [TENANTPLANE, "serve", "--host", "127.0.0.1", "--port", str(port)],
+        with serving(env, tmp_path / "server.log", umask=0o000) as base_url:
+            created = subprocess.run(
+                [TENANTPLANE, "tenant", "create", "acme", "--json"],
                 env=env,
-                stdout=output,
-                stderr=subprocess.STDOUT,
+                capture_output=True,
+                check=False,
                 umask=0o000,
             )
-            try:
-                wait_until_serving(base_url, server, log)
-                created = subprocess.run(
-                    [TENANTPLANE, "tenant", "create", "acme", "--json"],
-                    env=env,
-                    capture_output=True,
-                    check=False,
-                    umask=0o000,
-                )
-                assert created.returncode == 0, created.stderr.decode()
-                key = json.loads(created.stdout)["apiKey"]["key"]
-                written = httpx.put(
-                    f"{base_url}/api/v1/tenants/acme/alerting/templates/acme.tmpl",
-                    json={"contents": '{{ define "acme.title" }}x{{ end }}'},
-                    headers={"Authorization": f"Bearer {key}"},
-                    timeout=30,
-                )
-                assert written.status_code == 201, written.text
-            finally:
-                server.send_signal(signal.SIGTERM)
-                server.wait(timeout=60)
+            assert created.returncode == 0, created.stderr.decode()
+            key = json.loads(created.stdout)["apiKey"]["key"]
+            written = httpx.put(
+                f"{base_url}/api/v1/tenants/acme/alerting/templates/acme.tmpl",
+                json={"contents": '{{ define "acme.title" }}x{{ end }}'},
+                headers={"Authorization": f"Bearer {key}"},
+                timeout=30,
+            )
+            assert written.status_code == 201, written.text
         assert alertmanager.reloads >= 1
 
     directories = [tmp_path / "missing", tmp_path / "missing" / "parents", data_dir]

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -89,20 +90,29 @@ def served(
 ) -> Iterator[Served]:
     """``extra_env`` adds settings (e.g. a vault) to the server's and the operator's environment."""
     env = {**server_env(tmp_path), **(extra_env or {})}
+    log = tmp_path / "server.log"
+    with serving(env, log) as base_url:
+        key, key_id = create_tenant(env, tenant)
+        yield Served(base_url, tenant, key, key_id, log)
+
+
+@contextmanager
+def serving(env: Mapping[str, str], log: Path, **popen: Any) -> Iterator[str]:
+    """`tenantplane serve` with ``env`` on a free loopback port, its output in ``log``,
+    until the block ends; yields its base URL once it answers."""
     port = free_port()
     base_url = f"http://127.0.0.1:{port}"
-    log = tmp_path / "server.log"
     with log.open("wb") as output:
         process = subprocess.Popen(
             [TENANTPLANE, "serve", "--host", "127.0.0.1", "--port", str(port)],
             env=env,
             stdout=output,
             stderr=subprocess.STDOUT,
+            **popen,
         )
         try:
             wait_until_serving(base_url, process, log)
-            key, key_id = create_tenant(env, tenant)
-            yield Served(base_url, tenant, key, key_id, log)
+            yield base_url
         finally:
             process.terminate()
             try:
