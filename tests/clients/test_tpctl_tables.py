@@ -63,3 +63,23 @@ def test_messages_on_standard_error_are_not_folded(tpctl: Run, home: Path) -> No
     unknown = tpctl("config", "use", f"{name}-and-more", env=NARROW)
     assert unknown.returncode == 3
     assert len(unknown.stderr.splitlines()) == 1, unknown.stderr
+
+
+def test_the_routes_table_shows_the_index_the_route_commands_take(tpctl: Run) -> None:
+    for name in ("team-a", "team-b"):
+        ok(tpctl("alerting", "receivers", "put", name, "-f", "-", "-o", "json", stdin="{}"))
+    for index, name in enumerate(("team-a", "team-b")):
+        route = f'{{"receiver": "{name}", "matchers": ["team=\\"{name}\\""]}}'
+        ok(tpctl("alerting", "routes", "put", str(index), "-f", "-", "-o", "json", stdin=route))
+    lines = table(tpctl, "alerting", "routes", "list").splitlines()
+    assert lines[0].split()[:2] == ["INDEX", "RECEIVER"], lines
+    shown = {line.split()[0]: line.split()[1] for line in lines[1:]}
+    assert shown == {"0": "team-a", "1": "team-b"}
+    for index, receiver in shown.items():
+        got = ok(tpctl("alerting", "routes", "get", index, "-o", "json"))
+        assert got["receiver"] == receiver
+    # JSON stays the API's list, without the index.
+    assert [set(item) for item in ok(tpctl("alerting", "routes", "list"))] == [
+        {"receiver", "matchers"},
+        {"receiver", "matchers"},
+    ]

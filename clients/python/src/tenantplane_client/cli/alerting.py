@@ -13,7 +13,7 @@ from tenantplane_client.cli.common import (
     read_document,
     read_text,
 )
-from tenantplane_client.cli.output import render, say
+from tenantplane_client.cli.output import Output, default_output, plain, render, say
 
 alerting_app = group("The alerting (Alertmanager) configuration.")
 
@@ -86,8 +86,15 @@ def receivers_delete(name: str) -> None:
 @routes_app.command("list")
 @handled
 def routes_list(output: OutputOption = None) -> None:
+    """List the root route's child routes; the table shows the INDEX the other commands take."""
     with client() as api:
-        render(api.alerting.list_routes(), output, ("receiver", "matchers", "continue"))
+        routes = api.alerting.list_routes()
+    chosen = output or default_output()
+    if chosen is not Output.table:
+        render(routes, chosen)  # the API's list as it is
+        return
+    rows = [{"index": index, **plain(route)} for index, route in enumerate(routes)]
+    render(rows, chosen, ("index", "receiver", "matchers", "continue"))
 
 
 @routes_app.command("get")

@@ -107,7 +107,7 @@ def render(value: Any, output: Output | None, columns: Sequence[str] | None = No
 # Columns another command takes as they are (an ID to get or delete, a name, an email, the
 # raw key printed once, a link to open): never cut. The others fold to make room for them.
 WHOLE = frozenset(
-    {"id", "name", "email", "key", "filename", "receiver", "url"}
+    {"id", "index", "name", "email", "key", "filename", "receiver", "url"}
     | {"overviewURL", "updatePaymentMethodURL"}
 )
 NARROWEST = 6
