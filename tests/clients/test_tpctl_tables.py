@@ -75,8 +75,8 @@ def test_the_routes_table_shows_the_index_the_route_commands_take(tpctl: Run) ->
     assert lines[0].split()[:2] == ["INDEX", "RECEIVER"], lines
     shown = {line.split()[0]: line.split()[1] for line in lines[1:]}
     assert shown == {"0": "team-a", "1": "team-b"}
-    for index, receiver in shown.items():
-        got = ok(tpctl("alerting", "routes", "get", index, "-o", "json"))
+    for shown_index, receiver in shown.items():
+        got = ok(tpctl("alerting", "routes", "get", shown_index, "-o", "json"))
         assert got["receiver"] == receiver
     # JSON stays the API's list, without the index.
     assert [set(item) for item in ok(tpctl("alerting", "routes", "list"))] == [
