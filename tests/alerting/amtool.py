@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import resource
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -84,3 +85,44 @@ def check_documents(documents: list[dict[str, Any]], directory: Path) -> list[Ve
         write_config(document, directory / f"c{index}") for index, document in enumerate(documents)
     ]
     return check(paths)
+
+
+@dataclass(frozen=True)
+class Rendering:
+    ok: bool
+    output: bytes
+    error: str
+
+
+# Alertmanager's Go runtime reserves address space up front (its threads fail to start
+# under 1 GiB at times); 3 GiB leaves it room while
+# a template that ran away would still be stopped long before it hurt the machine.
+RENDER_MEMORY_BYTES = 3 << 30
+RENDER_SECONDS = 30
+
+
+def _limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (RENDER_MEMORY_BYTES, RENDER_MEMORY_BYTES))
+
+
+def render(text: str, data: Path, templates: Path) -> Rendering:
+    """`amtool template render` of ``text`` with the notification in ``data`` and the
+    template files ``templates``/*.tmpl (Alertmanager's built-in ones come on top),
+    under a memory and a time limit."""
+    completed = subprocess.run(
+        [
+            amtool_path(),
+            "template",
+            "render",
+            f"--template.glob={templates}/*.tmpl",
+            f"--template.text={text}",
+            f"--template.data={data}",
+        ],
+        capture_output=True,
+        timeout=RENDER_SECONDS,
+        check=False,
+        preexec_fn=_limit_memory,
+    )
+    return Rendering(
+        completed.returncode == 0, completed.stdout, completed.stderr.decode(errors="replace")
+    )

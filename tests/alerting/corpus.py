@@ -434,7 +434,7 @@ VALID: list[tuple[str, Wrapper]] = [
                     "{{ end }}{{ $a.Labels.alertname | toUpper }}{{ end }}{{ end }}\n"
                     '{{/* a comment */}}{{- define "acme.text" -}}\n'
                     "{{ with .CommonAnnotations.summary }}{{ . }}{{ else }}none{{ end }}"
-                    '{{ $x := "a" }}{{ $x = printf "%s-%d" $x 1 }}'
+                    '{{ $x := "a" }}{{ $x := printf "%s-%d" $x 1 }}'
                     '{{ join "," (stringSlice $x `b`) }}'
                     "{{ end }}"
                 ),

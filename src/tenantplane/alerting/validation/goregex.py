@@ -346,14 +346,18 @@ def _options() -> re2.Options:
     return options
 
 
-def check_go_regex(pattern: str, budget: RegexBudget | None = None) -> None:
+def check_go_regex(
+    pattern: str, budget: RegexBudget | None = None, *, anchored: bool = True
+) -> int:
     """Raise RegexError when Go's regexp.Compile would reject ``^(?:pattern)$``, or when
-    the expression exceeds this service's limits (RegexLimitError, with its code).
+    the expression exceeds this service's limits (RegexLimitError, with its code);
+    otherwise return its size in RE2 instructions.
 
-    Alertmanager anchors every regex that way, so the wrapped form is what is checked:
-    `)(` is valid there, an unterminated `\\Q` is not.
+    Alertmanager anchors every regex of a matcher that way, so the wrapped form is what is
+    checked: `)(` is valid there, an unterminated `\\Q` is not. Templates' `match` and
+    `reReplaceAll` compile the expression as it is (``anchored=False``).
     """
-    wrapped = "^(?:" + pattern + ")$"
+    wrapped = "^(?:" + pattern + ")$" if anchored else pattern
     _scan(wrapped)
     try:
         encoded = wrapped.encode("utf-8")
@@ -371,4 +375,6 @@ def check_go_regex(pattern: str, budget: RegexBudget | None = None) -> None:
                 "REGEX_TOO_LARGE",
             )
         raise RegexError(*error.split(": ", 1)) if ": " in error else RegexError(error, "")
-    (budget or RegexBudget()).spend(compiled.ProgramSize())
+    size: int = compiled.ProgramSize()
+    (budget or RegexBudget()).spend(size)
+    return size

@@ -83,17 +83,20 @@ class Outline:
 
     top: Body = field(default_factory=Body)
     definitions: list[tuple[str, Body]] = field(default_factory=list)
+    # The file in order, for checks on its parsed tree (template_tree.py): literal text,
+    # and each action's tokens with its line. Comments are left out.
+    pieces: list[tuple[int, str | list[Token]]] = field(default_factory=list)
 
 
 @dataclass
-class _Token:
-    kind: str  # ident, keyword, field, var, string, number, char, pipe, lparen, rparen,
-    # declare, assign, comma, dot, bool, nil
+class Token:
+    kind: str  # ident, keyword, field, chain, var, string, number, char, pipe, lparen,
+    # rparen, declare, assign, comma, dot, bool, nil
     text: str
 
 
-def _lex_action(body: str) -> list[_Token]:
-    tokens: list[_Token] = []
+def _lex_action(body: str) -> list[Token]:
+    tokens: list[Token] = []
     i = 0
     while i < len(body):
         c = body[i]
@@ -111,13 +114,13 @@ def _lex_action(body: str) -> list[_Token]:
                     break
                 j += 1
             _check_escapes(body[i + 1 : j], quote='"')
-            tokens.append(_Token("string", body[i : j + 1]))
+            tokens.append(Token("string", body[i : j + 1]))
             i = j + 1
         elif c == "`":
             j = body.find("`", i + 1)
             if j < 0:
                 raise TemplateSyntaxError("unterminated raw quoted string")
-            tokens.append(_Token("string", body[i : j + 1]))
+            tokens.append(Token("string", body[i : j + 1]))
             i = j + 1
         elif c == "'":
             j = i + 1
@@ -131,39 +134,41 @@ def _lex_action(body: str) -> list[_Token]:
             if not (len(inner) == 1 or (inner.startswith("\\") and len(inner) >= 2)):
                 raise TemplateSyntaxError(f"malformed character constant: {body[i : j + 1]}")
             _check_escapes(inner, quote="'")
-            tokens.append(_Token("char", body[i : j + 1]))
+            tokens.append(Token("char", body[i : j + 1]))
             i = j + 1
         elif c == "|":
-            tokens.append(_Token("pipe", c))
+            tokens.append(Token("pipe", c))
             i += 1
         elif c == "(":
-            tokens.append(_Token("lparen", c))
+            tokens.append(Token("lparen", c))
             i += 1
         elif c == ")":
-            tokens.append(_Token("rparen", c))
+            tokens.append(Token("rparen", c))
             i += 1
         elif c == ",":
-            tokens.append(_Token("comma", c))
+            tokens.append(Token("comma", c))
             i += 1
         elif body.startswith(":=", i):
-            tokens.append(_Token("declare", ":="))
+            tokens.append(Token("declare", ":="))
             i += 2
         elif c == "=":
-            tokens.append(_Token("assign", "="))
+            tokens.append(Token("assign", "="))
             i += 1
         elif c == "$":
             match = re.compile(r"\$[A-Za-z0-9_]*").match(body, i)
             assert match is not None
-            tokens.append(_Token("var", match.group()))
+            tokens.append(Token("var", match.group()))
             i = match.end()
             i = _fields(body, i, tokens)
         elif c == "." and (i + 1 >= len(body) or not body[i + 1].isdigit()):
             match = re.compile(r"(\.[A-Za-z0-9_]+)+").match(body, i)
             if match is None:
-                tokens.append(_Token("dot", "."))
+                tokens.append(Token("dot", "."))
                 i += 1
             else:
-                tokens.append(_Token("field", match.group()))
+                # Right after a parenthesized pipeline, fields apply to its value.
+                chained = i > 0 and body[i - 1] == ")"
+                tokens.append(Token("chain" if chained else "field", match.group()))
                 i = match.end()
         elif c.isdigit() or (c in "+-." and i + 1 < len(body) and body[i + 1].isdigit()):
             match = _NUMBER.match(body, i)
@@ -171,7 +176,7 @@ def _lex_action(body: str) -> list[_Token]:
             end = match.end()
             if end < len(body) and (body[end].isalnum() or body[end] == "_"):
                 raise TemplateSyntaxError(f'bad number syntax: "{body[i : end + 1]}"')
-            tokens.append(_Token("number", body[i:end]))
+            tokens.append(Token("number", body[i:end]))
             i = end
         elif c.isalpha() or c == "_":
             match = _IDENT.match(body, i)
@@ -185,7 +190,7 @@ def _lex_action(body: str) -> list[_Token]:
                 kind = "keyword"
             else:
                 kind = "ident"
-            tokens.append(_Token(kind, word))
+            tokens.append(Token(kind, word))
             i = match.end()
             i = _fields(body, i, tokens)
         else:
@@ -224,7 +229,7 @@ def _check_escapes(literal: str, *, quote: str) -> None:
         raise TemplateSyntaxError("invalid syntax")
 
 
-def _fields(body: str, i: int, tokens: list[_Token]) -> int:
+def _fields(body: str, i: int, tokens: list[Token]) -> int:
     """Field chains directly after a variable or identifier (``$x.Foo``) stay one operand."""
     match = re.compile(r"(\.[A-Za-z0-9_]+)+").match(body, i)
     if match is not None:
@@ -277,7 +282,7 @@ class _Checker:
             in_range = False
         self.frames.append(_Frame(keyword, list(self.variables), in_range))
 
-    def action(self, tokens: list[_Token]) -> None:
+    def action(self, tokens: list[Token]) -> None:
         if not tokens:
             raise TemplateSyntaxError("missing value for command")
         head = tokens[0]
@@ -338,13 +343,13 @@ class _Checker:
             self.definitions.add(name)
         self.current_define = None
 
-    def control(self, word: str, rest: list[_Token]) -> None:
+    def control(self, word: str, rest: list[Token]) -> None:
         if not rest:
             raise TemplateSyntaxError(f"missing value for {word}")
         self.push(word)
         self.pipeline(rest, word, declarations=True, allow_two=word == "range")
 
-    def else_(self, rest: list[_Token]) -> None:
+    def else_(self, rest: list[Token]) -> None:
         if not self.frames or self.frames[-1].keyword not in ("if", "with", "range"):
             raise TemplateSyntaxError("unexpected {{else}}")
         frame = self.frames[-1]
@@ -359,7 +364,7 @@ class _Checker:
             return
         frame.has_else = True
 
-    def named(self, rest: list[_Token], context: str) -> str:
+    def named(self, rest: list[Token], context: str) -> str:
         """The template name of a `template` or `block` action (checked, unquoted)."""
         if not rest or rest[0].kind != "string":
             found = rest[0].text if rest else "}}"
@@ -369,12 +374,14 @@ class _Checker:
         return unquote(rest[0].text)
 
     def text(self, text: str) -> None:
+        if text:
+            self.outline.pieces.append((0, text))
         self.content(text)
         self.body.text_bytes += len(text.encode("utf-8", "surrogatepass"))
 
     def pipeline(
         self,
-        tokens: list[_Token],
+        tokens: list[Token],
         context: str,
         *,
         declarations: bool,
@@ -388,7 +395,7 @@ class _Checker:
         self.variables.extend(name for name, is_new in declared if is_new)
         self.commands(body, context)
 
-    def declaration(self, tokens: list[_Token], allow_two: bool) -> list[tuple[str, bool]]:
+    def declaration(self, tokens: list[Token], allow_two: bool) -> list[tuple[str, bool]]:
         """`$x :=`, `$x =` or (in range) `$i, $v :=` at the start of a pipeline."""
         if len(tokens) >= 2 and tokens[0].kind == "var" and "." not in tokens[0].text:
             if tokens[1].kind == "declare":
@@ -410,11 +417,11 @@ class _Checker:
         if name not in self.variables:
             raise TemplateSyntaxError(f'undefined variable "{name}"')
 
-    def commands(self, tokens: list[_Token], context: str) -> None:
+    def commands(self, tokens: list[Token], context: str) -> None:
         """A pipeline: its parentheses matched once, then each level visited once."""
         self._commands(tokens, _match_parens(tokens), 0, len(tokens))
 
-    def _commands(self, tokens: list[_Token], match: dict[int, int], start: int, end: int) -> None:
+    def _commands(self, tokens: list[Token], match: dict[int, int], start: int, end: int) -> None:
         stages: list[tuple[int, int]] = []
         stage_start = i = start
         while i < end:
@@ -435,7 +442,7 @@ class _Checker:
                 raise TemplateSyntaxError(f"non executable command in pipeline stage {index + 1}")
             self.command(tokens, match, first, last)
 
-    def command(self, tokens: list[_Token], match: dict[int, int], start: int, end: int) -> None:
+    def command(self, tokens: list[Token], match: dict[int, int], start: int, end: int) -> None:
         i = start
         while i < end:
             token = tokens[i]
@@ -457,7 +464,7 @@ class _Checker:
             i += 1
 
 
-def _match_parens(tokens: list[_Token]) -> dict[int, int]:
+def _match_parens(tokens: list[Token]) -> dict[int, int]:
     """Index of each left paren's right paren; unbalanced or too deep pipelines raise."""
     match: dict[int, int] = {}
     open_parens: list[int] = []
@@ -538,7 +545,9 @@ def check_template(text: str, max_bytes: int = MAX_TEMPLATE_BYTES) -> Outline:
             end, close_len = _find_close(text, inner_start)
             body = text[inner_start:end]
             trimmed_body = body[:-2] if body.endswith((" -", "\t-", "\n-", "\r-")) else body
-            checker.action(_lex_action(trimmed_body))
+            tokens = _lex_action(trimmed_body)
+            checker.outline.pieces.append((line, tokens))
+            checker.action(tokens)
             line += text.count("\n", start, end + close_len)
             position = end + close_len
         if checker.frames:

@@ -17,7 +17,7 @@ anything is stored:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +30,7 @@ from tenantplane.alerting.validation.gotemplate import (
     TemplateSyntaxError,
     check_template,
 )
+from tenantplane.alerting.validation.template_subset import check_subset
 
 # Alertmanager 0.25's template/default.tmpl and email.tmpl (Debian's
 # /usr/share/prometheus/alertmanager/*.tmpl): the names every configuration may invoke.
@@ -90,6 +91,13 @@ class TemplateLimits:
     max_invocations: int = 1000
     # Bytes of literal text one invocation may write (data it prints comes on top).
     max_expansion_bytes: int = 4 * 1024 * 1024
+    # The cost model's bound for a receiver field (template_subset.py), evaluated at a
+    # reference notification: N alerts, K pairs per label set, S bytes per string.
+    reference_alerts: int = 100
+    reference_pairs: int = 32
+    reference_string_bytes: int = 512
+    max_output_bytes: int = 16 * 1024 * 1024
+    max_steps: int = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -146,7 +154,7 @@ def templated_fields(receivers: list[Any]) -> Iterator[tuple[str, Outline]]:
 
 def check_template_set(
     files: Mapping[str, Outline],
-    fields: Iterator[tuple[str, Outline]],
+    fields: Iterable[tuple[str, Outline]],
     limits: TemplateLimits,
 ) -> None:
     definitions: Definitions = {}
@@ -159,6 +167,7 @@ def check_template_set(
     costs = _costs(definitions, limits)
     for name, cost in costs.items():
         _check_cost(name, cost, definitions[name][0][1], limits)
+    fields = list(fields)
     for path, outline in fields:
         local = dict(definitions)
         for name, body in outline.definitions:
@@ -167,6 +176,7 @@ def check_template_set(
             _check_calls(body, path, local)
         field_costs = _costs(local, limits) if outline.definitions else costs
         _check_cost("", _body_cost(outline.top, field_costs, limits), path, limits)
+    check_subset(files, fields, limits)
 
 
 def _check_calls(body: Body, path: str, definitions: Definitions) -> None:
