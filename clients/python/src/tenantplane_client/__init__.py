@@ -12,6 +12,7 @@ from tenantplane_client.errors import (
     WaitTimeout,
 )
 from tenantplane_client.limits import DEFAULT_MAX_RESPONSE_BYTES
+from tenantplane_client.ratelimit import RateLimit
 from tenantplane_client.retry import NO_RETRIES, RetryPolicy
 
 __version__ = "0.1.0"
@@ -24,6 +25,7 @@ __all__ = [
     "AsyncTenantplane",
     "ConnectionFailed",
     "ErrorKind",
+    "RateLimit",
     "ResponseTooLarge",
     "RetryPolicy",
     "Tenantplane",

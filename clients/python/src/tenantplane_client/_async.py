@@ -36,6 +36,7 @@ from tenantplane_client.limits import (
     check_declared,
     check_received,
 )
+from tenantplane_client.ratelimit import RateLimit
 from tenantplane_client.retry import RetryPolicy, retry_safe
 
 T = TypeVar("T")
@@ -66,6 +67,9 @@ class AsyncTenantplane:
         self.max_response_bytes = max_response_bytes
         self.retry = retry or RetryPolicy()
         self.idempotency_keys = idempotency_keys
+        # The budget the last answer reported (RateLimit-*), None before the first or when
+        # it reported none.
+        self.rate_limit: RateLimit | None = None
         self.http = httpx.AsyncClient(
             base_url=url.rstrip("/") + API_PREFIX,
             headers={"Authorization": f"Bearer {token}", "User-Agent": user_agent},
@@ -112,6 +116,7 @@ class AsyncTenantplane:
                 check_received(response, len(content), self.max_response_bytes)
         finally:
             await response.aclose()
+        self.rate_limit = RateLimit.of(response)
         return buffered(response, bytes(content))
 
     async def request(
@@ -139,7 +144,8 @@ class AsyncTenantplane:
                     raise ConnectionFailed(f"{method} {path}: {exc!r}") from exc
                 await asyncio.sleep(self.retry.delay(attempt, None, None))
                 continue
-            if response.is_success:
+            # 304 answers the caller's own If-None-Match: its copy is current, no error.
+            if response.is_success or response.status_code == 304:
                 return response
             error = ApiError.from_response(response)
             if last or not error.retryable:

@@ -37,6 +37,7 @@ from tenantplane_client.limits import (
     check_declared,
     check_received,
 )
+from tenantplane_client.ratelimit import RateLimit
 from tenantplane_client.retry import RetryPolicy, retry_safe
 
 T = TypeVar("T")
@@ -67,6 +68,9 @@ class Tenantplane:
         self.max_response_bytes = max_response_bytes
         self.retry = retry or RetryPolicy()
         self.idempotency_keys = idempotency_keys
+        # The budget the last answer reported (RateLimit-*), None before the first or when
+        # it reported none.
+        self.rate_limit: RateLimit | None = None
         self.http = httpx.Client(
             base_url=url.rstrip("/") + API_PREFIX,
             headers={"Authorization": f"Bearer {token}", "User-Agent": user_agent},
@@ -113,6 +117,7 @@ class Tenantplane:
                 check_received(response, len(content), self.max_response_bytes)
         finally:
             response.close()
+        self.rate_limit = RateLimit.of(response)
         return buffered(response, bytes(content))
 
     def request(
@@ -140,7 +145,8 @@ class Tenantplane:
                     raise ConnectionFailed(f"{method} {path}: {exc!r}") from exc
                 time.sleep(self.retry.delay(attempt, None, None))
                 continue
-            if response.is_success:
+            # 304 answers the caller's own If-None-Match: its copy is current, no error.
+            if response.is_success or response.status_code == 304:
                 return response
             error = ApiError.from_response(response)
             if last or not error.retryable:
