@@ -165,6 +165,10 @@ class Settings(BaseSettings):
     alerting_max_template_size_bytes: int = Field(default=256 * 1024, ge=1)
     alerting_max_templates_count: int = Field(default=100, ge=1)
     alerting_max_template_invocations: int = Field(default=1000, ge=1)
+    # A receiver field's cost bound at the reference notification (docs/alerting.md, "What
+    # invoking a template may cost"): bytes written and execution steps.
+    alerting_max_template_output_bytes: int = Field(default=16 * 1024 * 1024, ge=1)
+    alerting_max_template_steps: int = Field(default=64 * 1024 * 1024, ge=1)
     # Receivers firewall (docs/security.md): destinations written as addresses in these
     # networks (comma-separated CIDRs), and private/loopback/link-local ones, are refused.
     alerting_firewall_block_cidrs: Annotated[list[str], NoDecode] = Field(default_factory=list)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 import pytest
 
 from tenantplane.alerting.validation.template_subset import BUILTIN_DIR
 from tests.alerting.test_template_rules import BUILTIN_TEMPLATE_FILES, put_template
+from tests.conftest import make_settings
 from tests.factories import Factory, TenantFixture
-from tests.http_client import bearer
+from tests.http_client import api_client, bearer, running_app
 
 # Each once took a shared Alertmanager to gigabytes from a few hundred bytes of template.
 ATTACKS = {
@@ -193,3 +196,32 @@ async def test_costing_a_field_visits_a_bounded_number_of_nodes(
         "slack_configs[0].title",
         "costing it would visit more than 50000 template nodes",
     )
+
+
+async def test_bound_limits_follow_the_settings(
+    factory: Factory, database_url: str, tmp_path: Path
+) -> None:
+    settings = make_settings(
+        database_url,
+        tmp_path,
+        alerting_max_template_output_bytes=1000,
+        alerting_max_template_steps=3000,
+    )
+    async with running_app(settings) as app, api_client(app) as client:
+        tenant = await factory.tenant()
+        # S = 512 bytes at the reference notification: one string fits, N strings do not.
+        accepted = await put_receiver(client, tenant, "{{ .Status }}")
+        assert accepted.status_code in (200, 201), accepted.text
+        refused_for(
+            await put_receiver(client, tenant, "{{ range .Alerts }}{{ .Status }}{{ end }}"),
+            "TEMPLATE_TOO_COSTLY",
+            "slack_configs[0].title",
+            "may take 51200 bytes",
+        )
+        # One byte written, but toUpper reads S and writes 3S, and eq reads those 3S.
+        refused_for(
+            await put_receiver(client, tenant, '{{ if eq (toUpper .Status) "x" }}y{{ end }}'),
+            "TEMPLATE_TOO_COSTLY",
+            "slack_configs[0].title",
+            "execution steps",
+        )

@@ -28,6 +28,8 @@ def policy_from_settings(settings: Settings) -> Policy:
             max_file_bytes=settings.alerting_max_template_size_bytes,
             max_files=settings.alerting_max_templates_count,
             max_invocations=settings.alerting_max_template_invocations,
+            max_output_bytes=settings.alerting_max_template_output_bytes,
+            max_steps=settings.alerting_max_template_steps,
         ),
         firewall=Firewall(
             block_private=settings.alerting_firewall_block_private,
