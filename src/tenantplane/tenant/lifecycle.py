@@ -61,7 +61,12 @@ def _enter(tenant: Tenant, state: TenantState, at: datetime, by: SuspendedBy | N
         tenant.state_changed_at = at
     tenant.state = state
     tenant.suspended_by = by
-    log.info("tenant state", tenant=tenant.name, state=state.value, by=by.value if by else None)
+    log.info(
+        "tenant state",
+        tenant=tenant.name,
+        state=state.value,
+        suspended_by=by.value if by else None,
+    )
 
 
 async def suspend(session: AsyncSession, name: str) -> Tenant:
