@@ -43,3 +43,11 @@ def test_a_credential_a_header_cannot_carry_is_refused(tpctl: Run, credential: s
 
 def test_a_usable_profile_still_works(tpctl: Run, tenant: Tenant) -> None:
     assert ok(tpctl("tenant", "get", env={"TPCTL_URL": tenant.url + "/"}))["name"] == tenant.name
+
+
+def test_token_refuses_a_credential_a_header_cannot_carry(tpctl: Run) -> None:
+    """kubectl would send what `tpctl token` prints: a cut key is refused there too."""
+    refused = tpctl("token", env={"TPCTL_API_KEY": "svc_abc…"})
+    assert refused.returncode == 3, refused.stdout
+    assert refused.stdout == ""
+    assert refused.stderr.startswith("Configuration: the API key or token holds characters")

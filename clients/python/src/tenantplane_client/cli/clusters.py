@@ -239,4 +239,4 @@ def token_command() -> None:
         raise profiles.ConfigError(
             f"no credential: set {profiles.ENV_API_KEY} or {profiles.ENV_TOKEN}, or a profile's"
         )
-    print(json.dumps(kubeconfig.exec_credential(credential)))
+    print(json.dumps(kubeconfig.exec_credential(profiles.check_credential(credential))))

@@ -67,17 +67,21 @@ class Profile:
                 "missing " + ", ".join(missing) + ": set them with `tpctl config set-profile`"
             )
         _check_url(self.url)
-        # Sent in a header: anything else fails deep in the HTTP library (a traceback), and
-        # such a value is a key cut short (an ellipsis) or pasted with more text.
-        if not CREDENTIAL.fullmatch(self.credential):
-            raise ConfigError(
-                "the API key or token holds characters an API key or token never has "
-                "(spaces, line breaks, non-ASCII): was it cut or pasted with extra text?"
-            )
-        return self.url, self.tenant, self.credential
+        return self.url, self.tenant, check_credential(self.credential)
 
 
 CREDENTIAL = re.compile(r"[\x21-\x7e]+")
+
+
+def check_credential(credential: str) -> str:
+    """Sent in a header: anything but visible ASCII fails deep in the HTTP library (a
+    traceback), and such a value is a key cut short (an ellipsis) or pasted with more text."""
+    if not CREDENTIAL.fullmatch(credential):
+        raise ConfigError(
+            "the API key or token holds characters an API key or token never has "
+            "(spaces, line breaks, non-ASCII): was it cut or pasted with extra text?"
+        )
+    return credential
 
 
 def _check_url(url: str) -> None:
