@@ -105,10 +105,10 @@ def _limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (RENDER_MEMORY_BYTES, RENDER_MEMORY_BYTES))
 
 
-def render(text: str, data: Path, templates: Path) -> Rendering:
+def render(text: str, data: Path, templates: Path, *, html: bool = False) -> Rendering:
     """`amtool template render` of ``text`` with the notification in ``data`` and the
-    template files ``templates``/*.tmpl (Alertmanager's built-in ones come on top),
-    under a memory and a time limit."""
+    template files ``templates``/*.tmpl, as text or (``html``) as html/template executes
+    an email's `html` field, under a memory and a time limit."""
     completed = subprocess.run(
         [
             amtool_path(),
@@ -117,6 +117,7 @@ def render(text: str, data: Path, templates: Path) -> Rendering:
             f"--template.glob={templates}/*.tmpl",
             f"--template.text={text}",
             f"--template.data={data}",
+            f"--template.type={'html' if html else 'text'}",
         ],
         capture_output=True,
         timeout=RENDER_SECONDS,

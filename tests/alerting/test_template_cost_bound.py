@@ -186,8 +186,9 @@ def template_files(directory: Path) -> None:
         shutil.copy(builtin, directory / builtin.name)
 
 
-def bound(text: str, bodies: Bodies, n: int, k: int, s: int) -> int:
-    return field_bound(build_tree(check_template(text)).top, bodies).output.at(n, k, s)
+def bound(text: str, bodies: Bodies, n: int, k: int, s: int, *, html: bool = False) -> int:
+    tree = build_tree(check_template(text))
+    return field_bound(tree.top, bodies, html=html).output.at(n, k, s)
 
 
 def defines() -> Bodies:
@@ -254,3 +255,51 @@ def test_what_alertmanager_refuses_we_refuse(tmp_path: Path) -> None:
         if not rendering.ok:
             assert not ours, (text, rendering.error)
     assert {ok for _, ok, _ in verdicts} == {True, False}
+
+
+# html/template escapes what a template prints by its context: text, attribute, URL,
+# script, event handler, style.
+HTML_CONTEXTS = [
+    "<p>{{ .Receiver }}</p>",
+    '<a href="{{ .Receiver }}" title={{ .ExternalURL }}>x</a>',
+    "<script>var x = {{ .Receiver }};</script>",
+    "<a onclick=\"f({{ .Receiver }}, '{{ .Status }}')\">x</a>",
+    "<style>p { color: {{ .Receiver }} }</style>{{ range .Alerts }}<b>{{ .Labels.a }}</b>{{ end }}",
+    "<a href='{{ .Receiver }}?q={{ .Receiver }}'>{{ template \"t.alert\" (index .Alerts 0) }}</a>",
+]
+
+
+def test_html_rendering_stays_within_the_html_bound(tmp_path: Path) -> None:
+    """An email's `html` field is executed by html/template, whose escaping multiplies
+    what data prints: `<` is `\\u003c` in a script, `"` is `\\&#34;` in an event handler."""
+    hostile = "<'\"&+\u2028\x00" * 12
+    data = {
+        "receiver": hostile,
+        "status": hostile,
+        "externalURL": hostile,
+        "alerts": [
+            {
+                "status": "firing",
+                "labels": {"a": hostile},
+                "annotations": {},
+                "startsAt": "2024-01-02T03:04:05Z",
+                "endsAt": "0001-01-01T00:00:00Z",
+                "generatorURL": hostile,
+                "fingerprint": hostile,
+            }
+        ],
+        "groupLabels": {"a": hostile},
+        "commonLabels": {"a": hostile},
+        "commonAnnotations": {"a": hostile},
+    }
+    (tmp_path / "data.json").write_text(json.dumps(data), encoding="utf-8")
+    template_files(tmp_path)
+    n, k, s = measures(data)
+    over = []
+    for text in HTML_CONTEXTS:
+        rendering = amtool.render(text, tmp_path / "data.json", tmp_path, html=True)
+        assert rendering.ok, rendering.error
+        limit = bound(text, defines(), n, k, s, html=True)
+        if len(rendering.output) > limit:
+            over.append((text, len(rendering.output), limit))
+    assert over == []

@@ -218,6 +218,30 @@ async def test_bound_limits_follow_the_settings(
             "slack_configs[0].title",
             "may take 51200 bytes",
         )
+        # An email's html is escaped by html/template: 8·S + 16 bytes for the same value.
+        email = {
+            "to": "a@example.com",
+            "from": "b@example.com",
+            "smarthost": "mail.example.com:25",
+            "html": "{{ .Status }}",
+        }
+        refused_for(
+            await client.put(
+                f"{tenant.path}/alerting/receivers/mail",
+                json={"email_configs": [email]},
+                headers=bearer(tenant.admin_key),
+            ),
+            "TEMPLATE_TOO_COSTLY",
+            "email_configs[0].html",
+            "may take 4112 bytes",
+        )
+        email["text"], email["html"] = email["html"], "<p>plain</p>"
+        mail = await client.put(
+            f"{tenant.path}/alerting/receivers/mail",
+            json={"email_configs": [email]},
+            headers=bearer(tenant.admin_key),
+        )
+        assert mail.status_code in (200, 201), mail.text
         # One byte written, but toUpper reads S and writes 3S, and eq reads those 3S.
         refused_for(
             await put_receiver(client, tenant, '{{ if eq (toUpper .Status) "x" }}y{{ end }}'),
@@ -225,3 +249,22 @@ async def test_bound_limits_follow_the_settings(
             "slack_configs[0].title",
             "execution steps",
         )
+
+
+async def test_a_field_may_do_what_alertmanagers_default_for_it_does(
+    client: httpx.AsyncClient, factory: Factory
+) -> None:
+    """`html: '{{ template "email.default.html" . }}'` is Alertmanager's own default: a field
+    left unset renders it anyway, so naming it costs nothing more. Twice it is refused: its
+    bound, escaped as html, is over 16 MiB at the reference notification."""
+    tenant = await factory.tenant()
+    email = {"to": "a@example.com", "from": "b@example.com", "smarthost": "mail.example.com:25"}
+    default = '{{ template "email.default.html" . }}'
+    for html, status in ((default, 201), (f" {default}\n", 200), (default * 2, 400)):
+        response = await client.put(
+            f"{tenant.path}/alerting/receivers/mail",
+            json={"email_configs": [{**email, "html": html}]},
+            headers=bearer(tenant.admin_key),
+        )
+        assert response.status_code == status, (html, response.text)
+    assert response.json()["code"] == "TEMPLATE_TOO_COSTLY"

@@ -55,6 +55,13 @@ SCALAR = 64  # bytes a number, boolean, time or nil prints as, at most
 _MISMATCH = 32  # what fmt adds around a value whose type does not suit the verb
 
 
+# html/template escapes each printed value for its context: at most 6 bytes per byte
+# (`<` is `\u003c` in a script, `"` is `\&#34;` in an event handler), plus quotes or a
+# `ZgotmplZ` placeholder, 10 bytes at most; counted with a margin as 8 and 16.
+HTML_FACTOR = 8
+HTML_EXTRA = 16
+
+
 @dataclass(frozen=True)
 class Type:
     # data, alerts, alert, kv, pairs, pair, strs, str, scalar, time, nil, opaque
@@ -151,6 +158,8 @@ class Evaluator:
     # Alertmanager's own templates: where Go would stop with an error (`range` over the
     # notification in __text_alert_list invoked with it), nothing more is written.
     trusted: bool = False
+    # An email's `html` field, executed by html/template (so are the templates it invokes).
+    html: bool = False
 
     def nodes(self, nodes: Sequence[Node], dot: Type, variables: dict[str, Type]) -> Poly:
         """Bytes ``nodes`` write; their steps accumulate in self.steps."""
@@ -182,6 +191,8 @@ class Evaluator:
             if node.pipe.declared:
                 return ZERO
             size = print_size(value)
+            if self.html:
+                size = HTML_FACTOR * size + HTML_EXTRA
             self.steps = self.steps + size
             return size
         if node.kind == "range":
