@@ -63,7 +63,7 @@ bench: install
 # The lowest versions pyproject.toml allows, in their own environment (uv.lock is not touched):
 # a part of the suite proves the floors are high enough for the features the code uses.
 LOWEST_ENV ?= .venv-lowest
-LOWEST_TESTS ?= tests/http tests/apikey tests/test_cli.py tests/cluster/test_create.py \
+LOWEST_TESTS ?= tests/http tests/test_server.py tests/apikey tests/test_cli.py tests/cluster/test_create.py \
 	tests/providers/orchestrator/test_kubernetes.py tests/clients/test_sdk.py
 test-lowest: uv test-deps
 	$(UV) pip compile --quiet pyproject.toml --group dev --resolution lowest-direct -o $(LOWEST_ENV).txt

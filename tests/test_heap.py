@@ -10,7 +10,7 @@ import gc
 import httpx
 
 from tenantplane.config import Settings
-from tenantplane.http.server import server_for
+from tenantplane.server import server_for
 from tests.http_client import running_app
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from tests.contract.server import TENANTPLANE, free_port, server_env, wait_until_serving
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 EXIT_USAGE, EXIT_UNAVAILABLE = 2, 3
 
 

@@ -149,7 +149,7 @@ def serve(
     An address that cannot be listened on is refused before the migration: exit 3 when
     another program listens there, 2 when the host or port cannot work here.
     """
-    from tenantplane.http.server import serve as serve_app
+    from tenantplane.server import serve as serve_app
 
     settings = load_settings(json_logs=as_json)
     refuse_simulated_billing(settings)

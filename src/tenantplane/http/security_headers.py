@@ -7,7 +7,7 @@
 * ``Strict-Transport-Security`` when ``TENANTPLANE_HSTS`` is on (only behind TLS: the header
   is meaningless over plain HTTP, and pins the host name to HTTPS for its max-age).
 
-uvicorn's own ``server`` header is turned off where the server is built (http/server.py).
+uvicorn's own ``server`` header is turned off where the server is built (server.py).
 """
 
 from __future__ import annotations
