@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tenantplane.alerting.repository import AlertingRepository
 from tenantplane.alerting.validation.template_subset import BUILTIN_DIR
+from tests.alerting.test_cli import tenantplane
 from tests.alerting.test_template_rules import BUILTIN_TEMPLATE_FILES, put_template
 from tests.conftest import make_settings
 from tests.factories import Factory, TenantFixture
@@ -268,3 +271,36 @@ async def test_a_field_may_do_what_alertmanagers_default_for_it_does(
         )
         assert response.status_code == status, (html, response.text)
     assert response.json()["code"] == "TEMPLATE_TOO_COSTLY"
+
+
+async def test_check_lists_stored_templates_outside_the_subset(
+    factory: Factory, database_url: str, tmp_path: Path
+) -> None:
+    """A configuration stored before the subset existed keeps running until rewritten:
+    `tenantplane alerting check` names it for the operator."""
+    tenant = await factory.tenant()
+    template, _ = ATTACKS["reassignment in range"]
+    stale = {
+        "global": {},
+        "receivers": [
+            {
+                "name": "default",
+                "slack_configs": [{"api_url": "https://hooks.slack.com/x", "title": template}],
+            }
+        ],
+        "route": {"receiver": "default"},
+        "templates": {},
+        "time_intervals": [],
+    }
+    async with factory.database.transaction() as session:
+        await AlertingRepository.from_session(session).lock(tenant.id, stale)
+    code, out, _ = await tenantplane(
+        "alerting", "check", "--json", database_url=database_url, cwd=tmp_path
+    )
+    assert code == 1, out
+    [finding] = json.loads(out)["findings"]
+    assert (finding["tenant"], finding["field"], finding["code"]) == (
+        tenant.name,
+        "receivers[0].slack_configs[0].title",
+        "TEMPLATE_NOT_ALLOWED",
+    )
