@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tenantplane_client import NO_RETRIES, ApiError, ErrorKind, Tenantplane
+from tenantplane_client import NO_RETRIES, ApiError, AsyncTenantplane, ErrorKind, Tenantplane
 from tests.clients.conftest import Tenant
 from tests.clients.proxy import Fault, Proxy
 
@@ -69,3 +69,13 @@ def test_every_status_has_a_kind(
         error = refused(api.clusters.list)
     assert (error.status, error.code, error.kind) == (status, "INJECTED", kind)
     assert str(error) == f"{status} {kind} INJECTED: injected"
+
+
+@pytest.mark.parametrize("client_class", [Tenantplane, AsyncTenantplane])
+@pytest.mark.parametrize("token", ["svc_abc…", "svc_abc def", "svc_abc\n", "", "svc_ümlaut"])
+def test_a_token_no_key_has_is_refused_when_the_client_is_made(
+    client_class: type[Tenantplane] | type[AsyncTenantplane], token: str
+) -> None:
+    """Not a UnicodeEncodeError (or a header refused) from inside the HTTP library later."""
+    with pytest.raises(ValueError, match="never has"):
+        client_class("http://127.0.0.1:9", "acme", token)

@@ -28,6 +28,7 @@ from tenantplane_client._common import (
     Body,
     _body,
     _segment,
+    authorization,
 )
 from tenantplane_client.errors import ApiError, ConnectionFailed
 from tenantplane_client.limits import (
@@ -72,7 +73,7 @@ class AsyncTenantplane:
         self.rate_limit: RateLimit | None = None
         self.http = httpx.AsyncClient(
             base_url=url.rstrip("/") + API_PREFIX,
-            headers={"Authorization": f"Bearer {token}", "User-Agent": user_agent},
+            headers={"Authorization": authorization(token), "User-Agent": user_agent},
             timeout=timeout,
             transport=transport,
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote
@@ -18,6 +19,22 @@ DEFAULT_TIMEOUT = 30.0
 
 Body = BaseModel | Mapping[str, Any] | None
 Progress = Callable[[m.ClusterRead], None]
+
+
+# What an API key or token is made of: visible ASCII (it travels in a header).
+CREDENTIAL = re.compile(r"[\x21-\x7e]+")
+
+
+def authorization(token: str) -> str:
+    """The Authorization header for ``token``; ValueError for a value no key or token has
+    (spaces, line breaks, non-ASCII: a key cut short with an ellipsis, or pasted with more
+    text), which the HTTP library would otherwise refuse deep inside a request."""
+    if not CREDENTIAL.fullmatch(token):
+        raise ValueError(
+            "the API key or token holds characters an API key or token never has "
+            "(spaces, line breaks, non-ASCII): was it cut or pasted with extra text?"
+        )
+    return f"Bearer {token}"
 
 
 def _segment(value: str) -> str:

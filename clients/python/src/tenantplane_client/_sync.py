@@ -21,6 +21,7 @@ from tenantplane_client._common import (
     Body,
     _body,
     _segment,
+    authorization,
 )
 from tenantplane_client._sync_clusters import Clusters, Secrets
 from tenantplane_client._sync_groups import (
@@ -73,7 +74,7 @@ class Tenantplane:
         self.rate_limit: RateLimit | None = None
         self.http = httpx.Client(
             base_url=url.rstrip("/") + API_PREFIX,
-            headers={"Authorization": f"Bearer {token}", "User-Agent": user_agent},
+            headers={"Authorization": authorization(token), "User-Agent": user_agent},
             timeout=timeout,
             transport=transport,
         )

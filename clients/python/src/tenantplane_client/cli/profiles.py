@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,8 @@ from urllib.parse import urlsplit
 
 import platformdirs
 import yaml
+
+from tenantplane_client._common import authorization
 
 ENV_URL = "TPCTL_URL"
 ENV_TENANT = "TPCTL_TENANT"
@@ -70,17 +71,12 @@ class Profile:
         return self.url, self.tenant, check_credential(self.credential)
 
 
-CREDENTIAL = re.compile(r"[\x21-\x7e]+")
-
-
 def check_credential(credential: str) -> str:
-    """Sent in a header: anything but visible ASCII fails deep in the HTTP library (a
-    traceback), and such a value is a key cut short (an ellipsis) or pasted with more text."""
-    if not CREDENTIAL.fullmatch(credential):
-        raise ConfigError(
-            "the API key or token holds characters an API key or token never has "
-            "(spaces, line breaks, non-ASCII): was it cut or pasted with extra text?"
-        )
+    """The SDK's check of a key or token (sent in a header), as a configuration error."""
+    try:
+        authorization(credential)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     return credential
 
 
