@@ -129,6 +129,15 @@ async def test_constructs_outside_the_subset_are_named(
             "slack_configs[0].title",
             naming,
         )
+    # A file's define is checked against the grammar even when no field invokes it.
+    refused_for(
+        await put_template(
+            client, tenant, "b.tmpl", '{{ define "acme.b" }}{{ toUpper html }}{{ end }}'
+        ),
+        "TEMPLATE_NOT_ALLOWED",
+        "contents",
+        'line 1: function "html" is outside the template subset',
+    )
     # A define outside the subset is refused where it is, naming the template.
     stored = await put_template(
         client, tenant, "a.tmpl", '{{ define "acme.a" }}{{ range . }}{{ end }}{{ end }}'

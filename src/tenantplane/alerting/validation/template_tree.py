@@ -218,11 +218,12 @@ def _operand(token: Token) -> Operand:
 
 
 def _check_command(command: list[Operand], *, piped: bool) -> None:
+    for operand in command:
+        if operand.kind == "func" and operand.text not in ALLOWED_FUNCTIONS:
+            raise NotAllowed(f'function "{operand.text}" is outside the template subset')
     first = command[0]
     if first.kind != "func":
         return
-    if first.text not in ALLOWED_FUNCTIONS:
-        raise NotAllowed(f'function "{first.text}" is outside the template subset')
     literals = _LITERAL_OPERANDS.get(first.text, 0)
     operands = command[1 : 1 + literals]
     if len(operands) < literals or any(o.kind != "string" for o in operands):
