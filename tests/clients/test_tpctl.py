@@ -16,6 +16,13 @@ from tests.clients.proxy import Fault, Proxy
 KUBECTL = "/usr/bin/kubectl"
 
 
+def said(result: subprocess.CompletedProcess[str], message: str) -> None:
+    """A command that prints nothing on standard output said what it did on standard error."""
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == ""
+    assert result.stderr.strip() == message
+
+
 def test_version_and_completion(tpctl: Run) -> None:
     assert tpctl("--version").stdout.startswith("tpctl ")
     completion = tpctl(
@@ -216,7 +223,7 @@ def test_members_apikeys_secrets_billing_catalogues(tpctl: Run, tenant: Tenant) 
     assert ok(tpctl("members", "update", "dev@example.com", "--role", "admin"))["role"] == "admin"
     assert ok(tpctl("members", "get", "dev@example.com"))["role"] == "admin"
     ok(tpctl("members", "create", "ops@example.com", "--role", "readonly"))
-    ok(tpctl("members", "delete", "ops@example.com"))
+    said(tpctl("members", "delete", "ops@example.com"), "Member ops@example.com removed")
     emails = [item["email"] for item in ok(tpctl("members", "list"))]
     assert "dev@example.com" in emails
     assert "ops@example.com" not in emails
@@ -225,7 +232,7 @@ def test_members_apikeys_secrets_billing_catalogues(tpctl: Run, tenant: Tenant) 
     assert key["key"].startswith("svc_")
     assert ok(tpctl("apikeys", "get", key["id"]))["displayName"] == "ci"
     assert key["id"] in [item["id"] for item in ok(tpctl("apikeys", "list"))]
-    ok(tpctl("apikeys", "delete", key["id"]))
+    said(tpctl("apikeys", "delete", key["id"]), f"API key {key['id']} revoked")
     assert tpctl("apikeys", "get", key["id"]).returncode == 4
 
     secret = ok(tpctl("secrets", "create", "db", "--path", "apps/db"))
@@ -235,7 +242,7 @@ def test_members_apikeys_secrets_billing_catalogues(tpctl: Run, tenant: Tenant) 
     assert ok(tpctl("secrets", "update", "db"))["sync"] == []
     bad_target = tpctl("secrets", "update", "db", "--sync", "only-a-cluster")
     assert bad_target.returncode == 2
-    ok(tpctl("secrets", "delete", "db"))
+    said(tpctl("secrets", "delete", "db"), "Secret db deleted")
     assert tpctl("secrets", "get", "db").returncode == 4
     assert ok(tpctl("invoices", "list")) == []
     assert tpctl("invoices", "get", f"{tenant.name}-20300101").returncode == 4
@@ -268,21 +275,21 @@ def test_alerting_sections(tpctl: Run, tmp_path: Path) -> None:
     )
     assert ok(tpctl("alerting", "routes", "get", "0", "-o", "json"))["receiver"] == "team"
     assert len(ok(tpctl("alerting", "routes", "list"))) == 1
-    ok(tpctl("alerting", "routes", "delete", "0"))
+    said(tpctl("alerting", "routes", "delete", "0"), "Route 0 deleted")
     template = tmp_path / "a.tmpl"
     template.write_text('{{ define "team.title" }}alert{{ end }}')
     ok(tpctl("alerting", "templates", "put", "a.tmpl", "-f", str(template), "-o", "json"))
     assert ok(tpctl("alerting", "templates", "get", "a.tmpl", "-o", "json"))["filename"] == "a.tmpl"
     assert [item["filename"] for item in ok(tpctl("alerting", "templates", "list"))] == ["a.tmpl"]
-    ok(tpctl("alerting", "templates", "delete", "a.tmpl"))
+    said(tpctl("alerting", "templates", "delete", "a.tmpl"), "Template a.tmpl deleted")
     quiet = {"time_intervals": [{"weekdays": ["saturday", "sunday"]}]}
     ok(tpctl("alerting", "time-intervals", "put", "quiet", "-f", document("t.yaml", quiet)))
     assert ok(tpctl("alerting", "time-intervals", "get", "quiet", "-o", "json"))["name"] == "quiet"
     assert [item["name"] for item in ok(tpctl("alerting", "time-intervals", "list"))] == ["quiet"]
-    ok(tpctl("alerting", "time-intervals", "delete", "quiet"))
+    said(tpctl("alerting", "time-intervals", "delete", "quiet"), "Time interval quiet deleted")
     ok(tpctl("alerting", "global", "put", "-f", document("g.yaml", {"resolve_timeout": "7m"})))
     assert ok(tpctl("alerting", "global", "get", "-o", "json"))["resolve_timeout"] == "7m"
-    ok(tpctl("alerting", "receivers", "delete", "team"))
+    said(tpctl("alerting", "receivers", "delete", "team"), "Receiver team deleted")
     applied = ok(tpctl("alerting", "apply", "-f", document("c.yaml", wrapper), "-o", "json"))
     assert applied["route"] == wrapper["route"]
     ok(tpctl("alerting", "reset"))

@@ -13,7 +13,7 @@ from tenantplane_client.cli.common import (
     group,
     handled,
 )
-from tenantplane_client.cli.output import render
+from tenantplane_client.cli.output import render, say
 
 members_app = group("Tenant members (email and role).")
 apikeys_app = group("API keys.")
@@ -59,8 +59,10 @@ def members_update(email: str, role: RoleOption, output: OutputOption = None) ->
 @members_app.command("delete")
 @handled
 def members_delete(email: str) -> None:
+    """Remove a member (the last admin cannot be removed)."""
     with client() as api:
         api.members.remove(email)
+    say(f"Member {email} removed")
 
 
 APIKEY_COLUMNS = ("id", "displayName", "role", "createdBy", "expiresAt", "lastUsedAt")
@@ -102,6 +104,7 @@ def apikeys_delete(key_id: str) -> None:
     """Revoke a key."""
     with client() as api:
         api.apikeys.revoke(key_id)
+    say(f"API key {key_id} revoked")
 
 
 # --- billing, tenant, catalogues ----------------------------------------------------------

@@ -79,8 +79,10 @@ def receivers_put(name: str, file: FileOption, output: DetailedOutputOption = No
 @receivers_app.command("delete")
 @handled
 def receivers_delete(name: str) -> None:
+    """Delete a receiver (refused while a route names it)."""
     with client() as api:
         api.alerting.delete_receiver(name)
+    say(f"Receiver {name} deleted")
 
 
 @routes_app.command("list")
@@ -115,8 +117,10 @@ def routes_put(index: int, file: FileOption, output: DetailedOutputOption = None
 @routes_app.command("delete")
 @handled
 def routes_delete(index: int) -> None:
+    """Delete the child route at INDEX (the routes after it move up one)."""
     with client() as api:
         api.alerting.delete_route(index)
+    say(f"Route {index} deleted")
 
 
 @templates_app.command("list")
@@ -145,8 +149,10 @@ def templates_put(filename: str, file: FileOption, output: DetailedOutputOption 
 @templates_app.command("delete")
 @handled
 def templates_delete(filename: str) -> None:
+    """Delete a template file."""
     with client() as api:
         api.alerting.delete_template(filename)
+    say(f"Template {filename} deleted")
 
 
 @intervals_app.command("list")
@@ -173,8 +179,10 @@ def intervals_put(name: str, file: FileOption, output: DetailedOutputOption = No
 @intervals_app.command("delete")
 @handled
 def intervals_delete(name: str) -> None:
+    """Delete a time interval (refused while a route names it)."""
     with client() as api:
         api.alerting.delete_time_interval(name)
+    say(f"Time interval {name} deleted")
 
 
 @global_app.command("get")
