@@ -36,6 +36,13 @@ content_type_conformance.enabled = true
 [[operations]]
 include-operation-id-regex = "^(receivePaddleWebhook|createPortalSession)$"
 checks.not_a_server_error.enabled = false
+
+# schemathesis learns resources from answers (a 201's Location names apikeys/{{id}}) and then
+# fills {{id}} with ids a list showed, its own key's among them. Revocations name a key that
+# does not exist instead (404, documented), so the key it authenticates with survives.
+[[operations]]
+include-operation-id-regex = "^revokeApiKey$"
+parameters = {{ "path.id" = "ak-00000000000000000000" }}
 """
 
 
@@ -83,8 +90,8 @@ def test_schemathesis_finds_no_contradiction(tmp_path: Path) -> None:
         )
         output = result.stdout[-6000:] + result.stderr[-2000:]
         assert result.returncode == 0, output
-        # revokeApiKey is fuzzed too: ids it makes up never name the fuzzer's own key (its id
-        # is random), so the key it authenticates with is still valid after the run.
+        # revokeApiKey is exercised too, on a key that does not exist (CONFIG): the key the
+        # fuzzer authenticates with is still valid after the run.
         keys = httpx.get(
             f"{server.base_url}/api/v1/tenants/{server.tenant}/apikeys/{server.admin_key_id}",
             headers={"Authorization": f"Bearer {server.admin_key}"},
