@@ -20,8 +20,10 @@ The rules (also in docs/alerting.md):
   d `$` references (at most T + 1 matches, each replaced by at most R + d * T bytes);
 - `if`/`with`: the condition, plus both branches (a sum bounds the larger);
 - `range`: the pipeline, plus length * (body + 1 step), plus the `else` branch;
-- `template "x" v`: one step plus the cost of x's body with v's type as its dot (the
-  costliest of its definitions counted, all of them summed).
+- `template "x" v`: one step plus the cost of x's body with v's type as its dot (when x
+  is defined more than once, all its definitions summed, which bounds the costliest);
+- in an email's `html` field (html/template), each printed value: HTML_FACTOR * its
+  size + HTML_EXTRA.
 
 A type error that Go would hit at run time (a field the data does not have, printing a
 list, `range` over a string) is refused instead: it is outside the subset.
