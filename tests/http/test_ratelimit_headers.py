@@ -19,7 +19,7 @@ from tests.factories import Factory, TenantFixture
 from tests.http.test_errors import swapped_database
 from tests.http_client import api_client, bearer, running_app
 
-pytestmark = pytest.mark.parametrize("store", ["memory", "redis"])
+STORES = pytest.mark.parametrize("store", ["memory", "redis"])
 WINDOW_SECONDS = 60
 
 
@@ -52,6 +52,7 @@ async def spend(client: httpx.AsyncClient, tenant: TenantFixture, times: int) ->
         assert answer.status_code == 200
 
 
+@STORES
 async def test_every_answer_tells_the_budget_left_until_429(
     store: str, database_url: str, tmp_path: Path, factory: Factory
 ) -> None:
@@ -93,6 +94,7 @@ async def test_every_answer_tells_the_budget_left_until_429(
         assert quota(await other.get(tenant.path, headers=headers))[:2] == (5, 4)
 
 
+@STORES
 async def test_an_address_in_backoff_is_told_its_budget_too(
     store: str, database_url: str, tmp_path: Path, factory: Factory
 ) -> None:
@@ -112,6 +114,7 @@ async def test_an_address_in_backoff_is_told_its_budget_too(
         assert quota(served)[:2] == (100, 97)
 
 
+@STORES
 async def test_webhooks_tell_their_own_budget(
     store: str, database_url: str, tmp_path: Path, factory: Factory
 ) -> None:
@@ -125,6 +128,7 @@ async def test_webhooks_tell_their_own_budget(
         assert quota(delivered)[:2] == (7, 6)
 
 
+@STORES
 async def test_unlimited_paths_carry_no_rate_limit_headers(
     store: str, database_url: str, tmp_path: Path, factory: Factory
 ) -> None:
@@ -136,6 +140,7 @@ async def test_unlimited_paths_carry_no_rate_limit_headers(
             assert "RateLimit-Limit" not in health.headers
 
 
+@STORES
 async def test_an_unexpected_failure_tells_the_budget_too(
     store: str, database_url: str, tmp_path: Path, factory: Factory
 ) -> None:
@@ -151,3 +156,16 @@ async def test_an_unexpected_failure_tells_the_budget_too(
         failed = await client.get(tenant.path, headers=bearer(tenant.admin_key))
         assert failed.status_code == 500
         assert quota(failed)[:2] == (100, 99)
+
+
+async def test_no_budget_is_told_while_the_store_is_unreachable(
+    database_url: str, tmp_path: Path, factory: Factory
+) -> None:
+    """The failure policy serves the request without counting it: no figures to give."""
+    tenant = await factory.tenant()
+    settings = make_settings(database_url, tmp_path, redis_url="redis://127.0.0.1:1/0")
+    async with running_app(settings) as app, api_client(app, ip="198.51.100.37") as client:
+        served = await client.get(tenant.path, headers=bearer(tenant.admin_key))
+        assert served.status_code == 200
+        assert "RateLimit-Limit" not in served.headers
+        assert "RateLimit-Remaining" not in served.headers
