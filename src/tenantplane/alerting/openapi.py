@@ -46,7 +46,14 @@ class AlertingHttpConfig(Schema):
     oauth2: AlertingOAuth2 | None = None
     bearer_token: str | None = None
     tls_config: AlertingTlsConfig | None = None
-    follow_redirects: bool | None = None
+    follow_redirects: bool | None = Field(
+        None,
+        description=(
+            "Only false is accepted (true is 400): redirects are never followed, since a "
+            "redirect could lead past the receivers firewall; the configuration applied "
+            "to the backend always says false."
+        ),
+    )
     enable_http2: bool | None = None
 
 
