@@ -65,18 +65,25 @@ def home(tmp_path: Path) -> Path:
     return tmp_path / "home"
 
 
+def tpctl_environment(tenant: Tenant, home: Path) -> dict[str, str]:
+    """What tpctl needs to reach ``tenant``: PATH, HOME and config in ``home``, TPCTL_*."""
+    return {
+        "PATH": os.environ["PATH"],
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "TPCTL_URL": tenant.url,
+        "TPCTL_TENANT": tenant.name,
+        "TPCTL_API_KEY": tenant.key,
+    }
+
+
 @pytest.fixture
 def tpctl(tenant: Tenant, home: Path) -> Run:
     """tpctl with the tenant's API key in the environment (TPCTL_*), HOME and config in tmp."""
 
     def run(*args: str, env: dict[str, str] | None = None, stdin: str | None = None) -> Any:
         environment = {
-            "PATH": os.environ["PATH"],
-            "HOME": str(home),
-            "XDG_CONFIG_HOME": str(home / ".config"),
-            "TPCTL_URL": tenant.url,
-            "TPCTL_TENANT": tenant.name,
-            "TPCTL_API_KEY": tenant.key,
+            **tpctl_environment(tenant, home),
             "TPCTL_RETRY_BASE_SECONDS": "0.01",
             **(env or {}),
         }

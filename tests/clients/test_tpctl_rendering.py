@@ -16,7 +16,7 @@ from typer.core import TyperGroup
 from typer.testing import CliRunner
 
 from tenantplane_client.cli import app
-from tests.clients.conftest import TPCTL, Run, Tenant, ok
+from tests.clients.conftest import TPCTL, Run, Tenant, ok, tpctl_environment
 from tests.clients.proxy import Fault, Proxy
 
 # Rich markup a server string may carry: a closing tag with no opening one (MarkupError),
@@ -148,15 +148,7 @@ def _read(descriptor: int) -> bytes:
 def test_the_output_help_names_the_default_each_command_uses(tenant: Tenant, home: Path) -> None:
     """The alerting sections and config view print YAML on a terminal, the rest a table: each
     command's --output help says which."""
-    environment = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "TPCTL_URL": tenant.url,
-        "TPCTL_TENANT": tenant.name,
-        "TPCTL_API_KEY": tenant.key,
-        "COLUMNS": "200",
-    }
+    environment = {**tpctl_environment(tenant, home), "COLUMNS": "200"}
     nested = _on_a_terminal(environment, "alerting", "global", "get")
     assert isinstance(yaml.safe_load(nested), dict), nested
     assert _output_help(("alerting", "global", "get")).startswith("yaml (default on a terminal)")
