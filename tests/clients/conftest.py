@@ -29,7 +29,7 @@ class Tenant:
     key: str
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     with served(tmp_path_factory.mktemp("server"), tenant="clients") as running:
         yield running
@@ -37,7 +37,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 
 @pytest.fixture
 async def tenant(server: Served) -> Tenant:
-    """A fresh tenant on the module's server (so tests do not see each other's resources),
+    """A fresh tenant on the session's server (so tests do not see each other's resources),
     made in its database as the operator command makes one, without a process's start-up."""
     env = server_env(Path(server.log).parent)
     database = Database.connect(env["TENANTPLANE_DATABASE_URL"])
