@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tenantplane.alerting.render import tenant_yaml
+from tenantplane.providers.alerting.render import tenant_yaml
 from tests.backends import INSTALL_TOOLS
 
 _RESULT = re.compile(r"^Checking '(?P<path>[^']+)'\s+(?P<verdict>SUCCESS|FAILED: (?P<why>.*))$")

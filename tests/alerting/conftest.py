@@ -11,9 +11,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tenantplane.alerting.render import dump_yaml, shared_config
 from tenantplane.db.engine import Database
 from tenantplane.providers.alerting.alertmanager import TEMPLATE_DIR
+from tenantplane.providers.alerting.render import dump_yaml, shared_config
 from tests.alerting.amtool import amtool_path
 from tests.backends import INSTALL_TOOLS
 from tests.conftest import make_settings

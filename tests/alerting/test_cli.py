@@ -11,11 +11,11 @@ from typing import Any
 import httpx
 from typer.testing import CliRunner
 
-from tenantplane.alerting.render import dump_yaml, shared_config
 from tenantplane.alerting.repository import AlertingRepository
 from tenantplane.cli import app
 from tenantplane.db.engine import Database
 from tenantplane.providers.alerting.alertmanager import TEMPLATE_DIR
+from tenantplane.providers.alerting.render import dump_yaml, shared_config
 from tests.alerting.applied import applied
 from tests.alerting.conftest import SharedAlertmanager
 from tests.conftest import TEST_SECRET

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tenantplane.alerting.render import dump_yaml
+from tenantplane.providers.alerting.render import dump_yaml
 from tests.alerting.conftest import SharedAlertmanager
 from tests.alerting.test_receivers_firewall import PLACES, SMARTHOSTS, Place, put_config
 from tests.factories import Factory, TenantFixture

@@ -15,8 +15,8 @@ import httpx
 import pytest
 import yaml
 
-from tenantplane.alerting.render import shared_config, tenant_yaml
 from tenantplane.db.engine import Database
+from tenantplane.providers.alerting.render import shared_config, tenant_yaml
 from tests.alerting.applied import applied
 from tests.alerting.conftest import SharedAlertmanager
 from tests.alerting.corpus import EVERY_FIELD_YAML

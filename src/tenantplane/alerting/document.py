@@ -5,7 +5,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-Document = dict[str, Any]
+# The document is what the backends apply: its type is theirs, re-exported for the feature.
+from tenantplane.providers.alerting.base import Document as Document
+
 SECTIONS = ("global", "receivers", "route", "templates", "time_intervals")
 DEFAULT_RECEIVER = "default"
 

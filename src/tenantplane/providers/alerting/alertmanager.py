@@ -20,7 +20,6 @@ from pathlib import Path
 import httpx
 import structlog
 
-from tenantplane.alerting.render import dump_yaml, shared_config, shared_template_files
 from tenantplane.files import private_directory, private_lock_file, write_private
 from tenantplane.providers.alerting.base import (
     AlertingBackend,
@@ -30,6 +29,7 @@ from tenantplane.providers.alerting.base import (
     Document,
     Target,
 )
+from tenantplane.providers.alerting.render import dump_yaml, shared_config, shared_template_files
 from tenantplane.providers.http_pool import PooledClient
 
 log = structlog.get_logger(__name__)

@@ -14,7 +14,6 @@ import httpx
 import structlog
 import yaml
 
-from tenantplane.alerting.render import document_from_alertmanager, tenant_yaml
 from tenantplane.providers.alerting.base import (
     AlertingBackend,
     BackendRejected,
@@ -23,6 +22,7 @@ from tenantplane.providers.alerting.base import (
     Document,
     Target,
 )
+from tenantplane.providers.alerting.render import document_from_alertmanager, tenant_yaml
 from tenantplane.providers.http_pool import PooledClient
 
 log = structlog.get_logger(__name__)

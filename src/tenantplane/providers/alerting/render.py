@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from tenantplane.alerting.document import Document
+from tenantplane.providers.alerting.base import Document
 
 UNROUTED_RECEIVER = "tenantplane-unrouted"
 TENANT_LABEL = "tenant"
