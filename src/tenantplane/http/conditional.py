@@ -19,37 +19,11 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from tenantplane.http.etag import entity_tags
+
 CONDITIONAL_METHODS = frozenset({"GET", "HEAD"})
 # Headers that describe the body a 304 does not have.
 BODY_HEADERS = frozenset({b"content-type", b"content-length"})
-
-
-def entity_tags(header: str) -> list[str] | None:
-    """The opaque tags an If-None-Match value names, without ``W/`` and quotes; None for
-    ``*``. A quoted tag may contain commas; a malformed part names nothing."""
-    tags: list[str] = []
-    position, length = 0, len(header)
-    while position < length:
-        char = header[position]
-        if char in " \t,":
-            position += 1
-        elif char == "*":
-            return None
-        elif header.startswith('W/"', position) or char == '"':
-            start = header.index('"', position) + 1
-            end = header.find('"', start)
-            if end < 0:
-                break  # an unterminated tag: what follows is not a tag either
-            tags.append(header[start:end])
-            position = end + 1
-        else:
-            end = header.find(",", position)
-            end = length if end < 0 else end
-            bare = header[position:end].strip()
-            if bare and '"' not in bare:
-                tags.append(bare)
-            position = end
-    return tags
 
 
 def matches(if_none_match: str, etag: str) -> bool:

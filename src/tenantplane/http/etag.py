@@ -31,22 +31,39 @@ def set_etag(response: Response, version: int | str) -> None:
     response.headers["ETag"] = etag_of(version)
 
 
-def _candidates(if_match: str) -> list[str]:
-    values = []
-    for part in if_match.split(","):
-        value = part.strip().removeprefix("W/")
-        if len(value) >= 2 and value.startswith('"') and value.endswith('"'):
-            value = value[1:-1]
-        if value:
-            values.append(value)
-    return values
+def entity_tags(header: str) -> list[str] | None:
+    """The opaque tags an If-Match or If-None-Match value names, without ``W/`` and quotes;
+    None for ``*``. A quoted tag may contain commas; a malformed part names nothing."""
+    tags: list[str] = []
+    position, length = 0, len(header)
+    while position < length:
+        char = header[position]
+        if char in " \t,":
+            position += 1
+        elif char == "*":
+            return None
+        elif header.startswith('W/"', position) or char == '"':
+            start = header.index('"', position) + 1
+            end = header.find('"', start)
+            if end < 0:
+                break  # an unterminated tag: what follows is not a tag either
+            tags.append(header[start:end])
+            position = end + 1
+        else:
+            end = header.find(",", position)
+            end = length if end < 0 else end
+            bare = header[position:end].strip()
+            if bare and '"' not in bare:
+                tags.append(bare)
+            position = end
+    return tags
 
 
 def check_if_match(if_match: str | None, current_version: int | str | None) -> None:
     """Raise 412 unless If-Match is absent, ``*`` (on an existing resource) or current."""
     if if_match is None:
         return
-    candidates = _candidates(if_match)
-    if current_version is not None and ("*" in candidates or str(current_version) in candidates):
+    tags = entity_tags(if_match)
+    if current_version is not None and (tags is None or str(current_version) in tags):
         return
     raise PreconditionFailed()
