@@ -44,14 +44,6 @@ def named_index(document: Document, section: str, name: str) -> int | None:
     return None
 
 
-def receiver_index(document: Document, name: str) -> int | None:
-    return named_index(document, "receivers", name)
-
-
-def time_interval_index(document: Document, name: str) -> int | None:
-    return named_index(document, "time_intervals", name)
-
-
 def _routes(route: dict[str, Any]) -> list[dict[str, Any]]:
     nodes = [route]
     for child in route.get("routes", []):

@@ -400,16 +400,17 @@ def put_global(body: dict[str, Any]) -> Callable[[Document], Any]:
     return change
 
 
-def put_template(filename: str, contents: str) -> Callable[[Document], bool]:
+def put_template(filename: str, contents: str) -> Callable[[Document], tuple[str, bool]]:
+    """Store the file; the flag says whether it is new (as for named lists)."""
     try:
         check_template_filename(filename, "filename")
     except ConfigError as exc:
         raise ValidationFailed(exc.message, field="filename", code=exc.code) from None
 
-    def change(document: Document) -> bool:
+    def change(document: Document) -> tuple[str, bool]:
         created = filename not in document["templates"]
         document["templates"][filename] = contents
-        return created
+        return contents, created
 
     return change
 
