@@ -36,6 +36,7 @@ from tenantplane.http.request_id import RequestIdMiddleware
 from tenantplane.http.security_headers import SecurityHeadersMiddleware, security_headers
 from tenantplane.logging import configure_logging
 from tenantplane.member.routes import router as member_router
+from tenantplane.metrics import exposition_registry
 from tenantplane.providers.alerting.factory import backend_from_settings
 from tenantplane.providers.identity import build_token_verifier
 from tenantplane.reconcile.metrics import ReconcileMetrics, register_runtime_collectors
@@ -140,6 +141,8 @@ def create_app(
     app.state.alerting_policy = policy_from_settings(settings)
     app.state.metrics_registry = CollectorRegistry()
     register_runtime_collectors(app.state.metrics_registry)
+    # What /metrics renders: the registry, or every process's metrics (serve --workers N).
+    app.state.metrics_exposition = exposition_registry(app.state.metrics_registry)
     # Set by the lifespan when this process runs the reconcilers (/metrics reads it).
     app.state.supervisor = None
     app.state.rate_limiter = RateLimiter(settings, rate_limit_prefix)

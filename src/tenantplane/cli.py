@@ -142,6 +142,14 @@ def _listen(host: str, port: int, host_option: str, port_option: str) -> list[so
 def serve(
     host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to bind.")] = 8080,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Processes serving the API (default: one per usable core on PostgreSQL, "
+            "1 on SQLite); with more than one, the reconcilers run in one more process.",
+        ),
+    ] = None,
     as_json: JsonLogsOption = False,
 ) -> None:
     """Migrate if needed, then serve the API and run the reconcilers (logs on stderr).
@@ -156,10 +164,12 @@ def serve(
     sockets = _listen(host, port, "--host", "--port N (make serve PORT=N)")
     try:
         _migrate(settings)
-        serve_app(settings, host, port, sockets)
+        code = serve_app(settings, host, port, sockets, workers)
     finally:
         for sock in sockets:
             sock.close()
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command()

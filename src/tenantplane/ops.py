@@ -112,4 +112,4 @@ async def metrics(_: Public, request: Request) -> Response:
     supervisor: Supervisor | None = state.supervisor
     if supervisor is not None:
         await supervisor.refresh_metrics()
-    return Response(generate_latest(state.metrics_registry), media_type=CONTENT_TYPE_LATEST)
+    return Response(generate_latest(state.metrics_exposition), media_type=CONTENT_TYPE_LATEST)

@@ -1,4 +1,5 @@
 """`tenantplane serve`: uvicorn serving the app; its start-up and shutdown are log events.
+With more than one process (``--workers``), ``tenantplane.server_workers`` supervises them.
 
 SIGTERM and SIGINT start uvicorn's graceful shutdown, after which the process exits 0: the
 stop was asked for and went as it should. (uvicorn raises the signal again once shut down,
@@ -15,10 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
+import os
 import signal
 import socket
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import h11
@@ -30,8 +34,18 @@ from uvicorn.server import HANDLED_SIGNALS
 from tenantplane.app import create_app
 from tenantplane.config import Settings
 from tenantplane.heap import heap_settled
+from tenantplane.http.listen import base_url
 
 log = structlog.get_logger(__name__)
+
+
+class ServeConfig(uvicorn.Config):
+    """uvicorn's configuration with the request head deadline, which ``HeadTimeoutProtocol``
+    reads from it: the configuration is what reaches each process of `serve --workers N`."""
+
+    def __init__(self, app: Any, *, head_timeout_seconds: float, **options: Any) -> None:
+        super().__init__(app, **options)
+        self.head_timeout_seconds = head_timeout_seconds
 
 
 class HeadTimeoutProtocol(H11Protocol):
@@ -41,6 +55,8 @@ class HeadTimeoutProtocol(H11Protocol):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        if isinstance(self.config, ServeConfig):
+            self.head_timeout_seconds = self.config.head_timeout_seconds
         self._head_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -75,13 +91,6 @@ class HeadTimeoutProtocol(H11Protocol):
         with contextlib.suppress(h11.LocalProtocolError):
             self.conn.send(h11.ConnectionClosed())
         self.transport.close()
-
-
-def protocol_with_head_timeout(seconds: float) -> type[HeadTimeoutProtocol]:
-    class Configured(HeadTimeoutProtocol):
-        head_timeout_seconds = seconds
-
-    return Configured
 
 
 class LoggedServer(uvicorn.Server):
@@ -120,19 +129,59 @@ class LoggedServer(uvicorn.Server):
         log.info("server stopped")
 
     def address(self) -> str:
-        host, port = self.servers[0].sockets[0].getsockname()[:2]
-        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+        return base_url(self.servers[0].sockets[0].getsockname())
 
 
-def serve(settings: Settings, host: str, port: int, sockets: list[socket.socket]) -> None:
-    """Serve on ``sockets``, bound beforehand to ``host`` and ``port`` (``bind_listeners``)."""
-    server_for(settings, host, port).run(sockets=sockets)
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity, bounded by the CPU limit of its
+    cgroup (a container's, which the affinity does not show: a pod limited to 2 CPUs on a
+    64-core node would otherwise start 64 processes)."""
+    cores = len(os.sched_getaffinity(0))
+    try:
+        cgroup = next(
+            line[3:]
+            for line in Path("/proc/self/cgroup").read_text().splitlines()
+            if line.startswith("0::")
+        )
+        quota, period = (
+            (Path("/sys/fs/cgroup") / cgroup.lstrip("/") / "cpu.max").read_text().split()
+        )
+    except (OSError, StopIteration, ValueError):
+        return cores  # no cgroup v2 CPU controller here
+    if quota == "max":
+        return cores
+    return max(1, min(cores, math.ceil(int(quota) / int(period))))
 
 
-def server_for(settings: Settings, host: str, port: int) -> LoggedServer:
-    """The server of `tenantplane serve`, not yet started."""
-    config = uvicorn.Config(
-        create_app(settings),
+def default_workers(settings: Settings) -> int:
+    """PostgreSQL: a process per usable core. SQLite: one, as it takes one writer at a time
+    (docs/operations.md, "Processes of a serve")."""
+    return 1 if settings.is_sqlite else usable_cores()
+
+
+def serve(
+    settings: Settings,
+    host: str,
+    port: int,
+    sockets: list[socket.socket],
+    workers: int | None = None,
+) -> int:
+    """Serve on ``sockets``, bound beforehand to ``host`` and ``port`` (``bind_listeners``),
+    with ``workers`` processes (``default_workers`` when None); the exit status."""
+    count = default_workers(settings) if workers is None else workers
+    if count == 1:
+        server_for(settings, host, port).run(sockets=sockets)
+        return 0
+    from tenantplane.server_workers import serve_workers
+
+    return serve_workers(settings, host, port, sockets, count)
+
+
+def serve_config(settings: Settings, host: str, port: int, app: Any, **options: Any) -> ServeConfig:
+    """How every process of `serve` runs uvicorn: ``app`` (or, with ``factory=True``, what
+    makes it in each process)."""
+    return ServeConfig(
+        app,
         host=host,
         port=port,
         # Forwarded headers are honoured by the app itself, from TRUSTED_PROXIES only.
@@ -144,6 +193,12 @@ def server_for(settings: Settings, host: str, port: int) -> LoggedServer:
         log_config=None,
         # Responses do not advertise the server software.
         server_header=False,
-        http=protocol_with_head_timeout(settings.request_head_timeout_seconds),
+        http=HeadTimeoutProtocol,
+        head_timeout_seconds=settings.request_head_timeout_seconds,
+        **options,
     )
-    return LoggedServer(config, settings)
+
+
+def server_for(settings: Settings, host: str, port: int) -> LoggedServer:
+    """The server of `tenantplane serve` with one process, not yet started."""
+    return LoggedServer(serve_config(settings, host, port, create_app(settings)), settings)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import socket
+from typing import Any
 
 
 class CannotListen(Exception):
@@ -25,6 +26,11 @@ class CannotListen(Exception):
 
 def _shown(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def base_url(address: tuple[Any, ...]) -> str:
+    """The URL of a listening socket's address (``getsockname()``)."""
+    return f"http://{_shown(address[0], address[1])}"
 
 
 def _refusal(host: str, port: int, exc: OSError, options: tuple[str, str]) -> CannotListen:

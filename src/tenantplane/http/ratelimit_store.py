@@ -63,6 +63,9 @@ class StoreGuard:
                 "tenantplane_redis_up",
                 "1 while Redis (rate limit and auth backoff state) answers, 0 during an outage.",
                 registry=registry,
+                # serve --workers N: as the process that last probed Redis or saw it change
+                # found it (the one answering a scrape probes first).
+                multiprocess_mode="mostrecent",
             )
             self._up.set(1)
         self._decisions = Counter(
@@ -101,6 +104,10 @@ class StoreGuard:
         """Ask the store itself (readiness, metrics scrapes); records what it finds."""
         if await storage.check():
             self.succeeded()
+            if self._up is not None:
+                # Written again even when unchanged: with several processes the gauge shows
+                # the most recent write, which may be another process's from an outage.
+                self._up.set(1)
             return True
         self.failed(None)
         return False

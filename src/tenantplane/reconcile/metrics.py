@@ -67,12 +67,15 @@ class ReconcileMetrics:
             "read from the database at scrape time, the same in every process.",
             ["reconciler"],
             registry=self.registry,
+            # serve --workers N: written by its one reconcilers process (tenantplane.metrics).
+            multiprocess_mode="mostrecent",
         )
         self.in_progress = Gauge(
             "tenantplane_reconcile_rows_in_progress",
             "Rows this process is working on now, by reconciler.",
             ["reconciler"],
             registry=self.registry,
+            multiprocess_mode="mostrecent",
         )
 
     def declare(self, reconciler: str) -> None:

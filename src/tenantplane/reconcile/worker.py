@@ -21,6 +21,7 @@ from starlette.routing import Route
 from tenantplane.config import Settings
 from tenantplane.db.engine import Database, DatabaseOptions
 from tenantplane.heap import heap_settled
+from tenantplane.http.listen import base_url
 from tenantplane.logging import configure_logging
 from tenantplane.reconcile.metrics import ReconcileMetrics, register_runtime_collectors
 from tenantplane.reconcile.supervisor import Supervisor
@@ -50,8 +51,7 @@ class MetricsServer(uvicorn.Server):
         yield
 
     def address(self) -> str:
-        host, port = self.servers[0].sockets[0].getsockname()[:2]
-        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+        return base_url(self.servers[0].sockets[0].getsockname())
 
 
 async def start_metrics_server(
@@ -77,9 +77,12 @@ async def run_worker(
     build_supervisor: SupervisorFactory,
     *,
     metrics_sockets: list[socket.socket] | None = None,
+    refresh_metrics_seconds: float | None = None,
 ) -> None:
     """Run what ``build_supervisor`` assembles (the application's reconcilers) until a signal;
-    with ``metrics_sockets`` (bound: ``tenantplane.http.listen``), serve metrics on them."""
+    with ``metrics_sockets`` (bound: ``tenantplane.http.listen``), serve metrics on them.
+    ``refresh_metrics_seconds``: read the gauges a scrape would refresh (queue depth, rows in
+    progress) this often, for metrics rendered by another process (`serve --workers N`)."""
     configure_logging(settings.log_level, settings.log_json)
     database = Database.connect(
         settings.database_url,
@@ -98,6 +101,11 @@ async def run_worker(
     if metrics_sockets is not None:
         server, serving = await start_metrics_server(supervisor, metrics_sockets)
     supervisor.start()
+    refreshing: asyncio.Task[None] | None = None
+    if refresh_metrics_seconds is not None:
+        refreshing = asyncio.create_task(
+            _refresh_metrics(supervisor, stop, refresh_metrics_seconds), name="worker-gauges"
+        )
     log.info(
         "worker started",
         reconcilers=[r.reconciler.name for r in supervisor.runners],
@@ -108,12 +116,22 @@ async def run_worker(
         with heap_settled():
             await stop.wait()
     finally:
+        if refreshing is not None:
+            refreshing.cancel()
+            await asyncio.gather(refreshing, return_exceptions=True)
         await supervisor.stop()
         if server is not None and serving is not None:
             server.should_exit = True
             await serving
         await database.dispose()
         log.info("worker stopped")
+
+
+async def _refresh_metrics(supervisor: Supervisor, stop: asyncio.Event, seconds: float) -> None:
+    while not stop.is_set():
+        await supervisor.refresh_metrics()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), seconds)
 
 
 __all__ = ["SupervisorFactory", "run_worker"]

@@ -1,0 +1,196 @@
+"""`tenantplane serve --workers N`: N processes serving the API on the sockets the command
+bound, the reconcilers in one process of their own, all stopped together.
+
+uvicorn's supervisor (``uvicorn.supervisors.Multiprocess``) starts the API processes from
+this one, replaces one that dies or stops answering its health checks, and on SIGTERM or
+SIGINT stops them all, each after the requests it has begun (uvicorn's graceful shutdown);
+this process then exits 0. The API processes run no reconcilers: `tenantplane worker`'s
+``run_worker`` runs them in one more process, which this supervisor starts, restarts and
+stops beside them (none when TENANTPLANE_RUN_RECONCILERS is false: `tenantplane worker`
+processes run them). So the leases, the SQLite in-memory locks and the start-up log event of
+the reconcilers are those of one process per serve, as with one process.
+
+Every process writes its metrics to a directory of the serve, and the API process that
+answers /metrics reads them all (``tenantplane.metrics``). What each process keeps for
+itself: its API-key cache (a revoked key is refused by every process within
+TENANTPLANE_API_KEY_CACHE_SECONDS, at most 1 s, as by every replica) and, without Redis, its
+rate-limit counts (each process allows the whole budget: N times the limit).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import functools
+import multiprocessing
+import os
+import signal
+import socket
+import sys
+import time
+from collections.abc import AsyncIterator
+from multiprocessing.context import SpawnProcess
+from typing import Any
+
+import structlog
+from fastapi import FastAPI
+from uvicorn.config import STARTUP_FAILURE
+from uvicorn.supervisors import Multiprocess
+
+from tenantplane.app import create_app
+from tenantplane.config import Settings
+from tenantplane.heap import heap_settled
+from tenantplane.http.listen import base_url
+from tenantplane.metrics import shared_metrics_directory
+from tenantplane.server import serve_config
+
+log = structlog.get_logger(__name__)
+
+# How long every API process may take to start before the serve is announced anyway.
+START_PATIENCE_SECONDS = 120.0
+# A process busy with requests answers the supervisor's health check late on a loaded
+# machine; only one silent this long is taken for hung (replaced).
+HEALTH_CHECK_SECONDS = 30
+# The reconcilers process is started again at most this often (one that fails at once).
+RECONCILERS_RESTART_SECONDS = 5.0
+# How often the reconcilers process reads the gauges a scrape would refresh.
+RECONCILER_GAUGES_SECONDS = 5.0
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent: int) -> None:
+    """The kernel kills this process when the serve's supervisor dies (SIGKILL, the OOM
+    killer): nothing would stop it afterwards, and it would go on holding the port."""
+    if sys.platform != "linux":
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, os.strerror(error))
+    if os.getppid() != parent:
+        os._exit(1)  # it died before the request above took effect
+
+
+def worker_app(settings: Settings, parent: int) -> FastAPI:
+    """The application of one API process, made in that process: the app, plus what
+    ``LoggedServer`` does for the process of a one-process serve (the supervisor logs the
+    serve's start and end): its heap settled while it serves (``heap_settled``)."""
+    die_with_parent(parent)
+    app = create_app(settings)
+    lifespan = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def serving(app: FastAPI) -> AsyncIterator[Any]:
+        async with lifespan(app) as state:
+            with heap_settled():
+                yield state
+
+    app.router.lifespan_context = serving
+    return app
+
+
+def run_reconcilers(settings: Settings, parent: int) -> None:
+    """The reconcilers process: `tenantplane worker` without its own /metrics port."""
+    die_with_parent(parent)
+    from tenantplane.reconcile.worker import run_worker
+    from tenantplane.reconcilers import build_supervisor
+
+    asyncio.run(
+        run_worker(settings, build_supervisor, refresh_metrics_seconds=RECONCILER_GAUGES_SECONDS)
+    )
+
+
+class ServeSupervisor(Multiprocess):
+    """uvicorn's supervisor of the API processes, which also keeps the reconcilers process
+    (when ``settings.run_reconcilers``) and announces the serve once every API process
+    serves."""
+
+    def __init__(
+        self, config: Any, sockets: list[socket.socket], settings: Settings, address: str
+    ) -> None:
+        super().__init__(config, sockets)
+        self.settings = settings
+        self.address = address
+        self.reconcilers: SpawnProcess | None = None
+        self._reconcilers_started = 0.0
+
+    def _start_reconcilers(self) -> None:
+        spawn = multiprocessing.get_context("spawn")
+        self.reconcilers = spawn.Process(
+            target=run_reconcilers,
+            args=(self.settings, os.getpid()),
+            name="tenantplane-reconcilers",
+        )
+        self.reconcilers.start()
+        self._reconcilers_started = time.monotonic()
+
+    def init_processes(self) -> None:
+        if self.settings.run_reconcilers:
+            self._start_reconcilers()
+        super().init_processes()
+        if all(
+            process.wait_until_ready(START_PATIENCE_SECONDS, self.should_exit)
+            for process in self.processes
+        ):
+            log.info(
+                "server started",
+                address=self.address,
+                workers=[process.pid for process in self.processes],
+                reconcilers=self.reconcilers.pid if self.reconcilers is not None else None,
+                **self.settings.summary(),
+            )
+
+    def keep_subprocess_alive(self) -> None:
+        super().keep_subprocess_alive()
+        reconcilers = self.reconcilers
+        if self.should_exit.is_set() or reconcilers is None or reconcilers.is_alive():
+            return
+        if time.monotonic() - self._reconcilers_started < RECONCILERS_RESTART_SECONDS:
+            return
+        log.error("reconcilers process ended; starting another", exit_code=reconcilers.exitcode)
+        self._start_reconcilers()
+
+    def terminate_all(self) -> None:
+        super().terminate_all()
+        if self.reconcilers is not None and self.reconcilers.is_alive():
+            # SIGTERM: its runners finish the rows in hand and give their leases up.
+            self.reconcilers.terminate()
+
+    def join_all(self) -> None:
+        super().join_all()
+        if self.reconcilers is not None:
+            self.reconcilers.join()
+
+    @property
+    def failed_to_start(self) -> bool:
+        return any(process.exitcode == STARTUP_FAILURE for process in self.processes)
+
+
+def serve_workers(
+    settings: Settings, host: str, port: int, sockets: list[socket.socket], workers: int
+) -> int:
+    """Serve with ``workers`` API processes until SIGTERM or SIGINT; the exit status (3 when
+    an API process could not start, as uvicorn's)."""
+    if not settings.redis_url:
+        log.warning(
+            "rate limits are counted per process",
+            workers=workers,
+            effect=f"each client may make {workers} times TENANTPLANE_RATE_LIMIT",
+            remedy="set TENANTPLANE_REDIS_URL to share one budget",
+        )
+    api_settings = settings.model_copy(update={"run_reconcilers": False})
+    config = serve_config(
+        settings,
+        host,
+        port,
+        functools.partial(worker_app, api_settings, os.getpid()),
+        factory=True,
+        workers=workers,
+        timeout_worker_healthcheck=HEALTH_CHECK_SECONDS,
+    )
+    with shared_metrics_directory(settings.data_dir):
+        supervisor = ServeSupervisor(config, sockets, settings, base_url(sockets[0].getsockname()))
+        supervisor.run()
+    log.info("server stopped")
+    return STARTUP_FAILURE if supervisor.failed_to_start else 0
