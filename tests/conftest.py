@@ -137,3 +137,18 @@ def oidc_provider() -> Iterator[MockProvider]:
     """oidc-provider-mock on loopback for the whole run (a real OpenID provider)."""
     with mock_provider() as provider:
         yield provider
+
+
+@pytest.fixture
+async def oidc_client(
+    database: Database, database_url: str, tmp_path: Path, oidc_provider: MockProvider
+) -> AsyncIterator[httpx.AsyncClient]:
+    """The API accepting the mock provider's id tokens (members sign in with them)."""
+    settings = make_settings(
+        database_url,
+        tmp_path,
+        oidc_issuer=oidc_provider.issuer,
+        oidc_audience=oidc_provider.audience,
+    )
+    async with running_app(settings) as app, api_client(app) as http:
+        yield http

@@ -19,7 +19,7 @@ from tenantplane.providers.orchestrator.simulator_models import SimulatedCluster
 from tenantplane.reconcile.fence import Fence
 from tenantplane.reconcile.lease import Lease
 from tenantplane.tenant import service as tenant_service
-from tenantplane.tenant.models import Plan
+from tenantplane.tenant.models import Plan, TenantState
 
 
 @dataclass(frozen=True)
@@ -188,6 +188,14 @@ class Factory:
             session.add(cluster)
             await session.flush()
             return ClusterFixture(name, cluster.id, uid)
+
+    async def tenant_state(self, tenant_id: int, state: TenantState) -> None:
+        """A tenant in ``state`` (without what the operator's command also does: withdrawing
+        resources, notifying billing), for tests of what the state alone decides."""
+        from tenantplane.tenant.models import Tenant
+
+        async with self.database.transaction() as session:
+            await session.execute(update(Tenant).where(Tenant.id == tenant_id).values(state=state))
 
     async def due_clusters(self, count: int) -> list[int]:
         """Ids of ``count`` Pending clusters of a new tenant, due for the reconciler now."""

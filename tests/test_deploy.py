@@ -85,6 +85,11 @@ def test_the_api_scales_out_and_leaves_reconciling_to_the_worker() -> None:
         assert {"secretRef": {"name": "tenantplane-secrets"}} in sources
     config = find("ConfigMap", "tenantplane-config")["data"]
     assert config["TENANTPLANE_ORCHESTRATOR"] == "kubernetes"
+    # The settings the processes start with are valid (the kubernetes orchestrator needs
+    # the token webhook's URL): the API's Service, as the clusters' pods reach it.
+    service = find("Service", "tenantplane-api")
+    webhook = f"http://{service['metadata']['name']}.{service['metadata']['namespace']}.svc"
+    assert config["TENANTPLANE_CLUSTER_TOKEN_WEBHOOK_URL"] == webhook
 
 
 # -- RBAC against the requests really made -------------------------------------------------

@@ -69,7 +69,7 @@ class Principal:
         return self.role is Role.admin
 
 
-def _bearer_token(request: Request) -> str:
+def bearer_token(request: Request) -> str:
     header = request.headers.get("authorization")
     if not header:
         raise Unauthenticated("missing Authorization header")
@@ -146,7 +146,7 @@ async def _api_key_identity(request: Request, raw_key: str) -> Identity:
 
 
 async def authenticate(request: Request) -> Identity:
-    token = _bearer_token(request)
+    token = bearer_token(request)
     if looks_like_key(token):
         return await _api_key_identity(request, token)
     verifier: TokenVerifier | None = request.app.state.token_verifier
@@ -291,6 +291,11 @@ TenantAdminStateInWrite = Annotated[
 # The same levels for GETs that read through ``ReadsDep`` and open no session.
 TenantMemberReads = Annotated[Principal, Depends(require(Access.member, reads_only=True))]
 TenantAdminReads = Annotated[Principal, Depends(require(Access.admin, reads_only=True))]
+# A member's operation that changes nothing of the tenant's and that a suspended tenant still
+# needs (cluster credentials: read-only ones, the review decides).
+TenantMemberUnlessCancelled = Annotated[
+    Principal, Depends(require(Access.member, writable_in=frozenset({TenantState.suspended})))
+]
 # An admin operation that changes nothing of the tenant's and that a suspended or cancelled
 # tenant needs to settle its account (the payment portal).
 TenantAdminInAnyState = Annotated[

@@ -18,6 +18,7 @@ from tenantplane.apikey.routes import router as apikey_router
 from tenantplane.billing.context import BillingContext
 from tenantplane.billing.routes import router as billing_router
 from tenantplane.billing.routes import tenant_router as billing_tenant_router
+from tenantplane.cluster.review_routes import router as cluster_review_router
 from tenantplane.cluster.routes import router as cluster_router
 from tenantplane.cluster.routes import versions_router as cluster_versions_router
 from tenantplane.config import Settings
@@ -62,6 +63,7 @@ FEATURE_ROUTERS = (
     alerting_router,
     cluster_versions_router,
     billing_router,
+    cluster_review_router,
 )
 
 

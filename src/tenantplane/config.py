@@ -132,6 +132,16 @@ class Settings(BaseSettings):
     # vCluster's kubeconfig Secret when empty; else this, with {cluster}, {tenant},
     # {namespace} and {host} replaced (e.g. https://{host} from outside the host cluster).
     vcluster_server_template: str = ""
+    # Cluster access (docs/clusters.md, "Access with kubectl"): how long a cluster token
+    # lasts; the URL at which clusters' API servers reach this service's token webhook (the
+    # API's base, e.g. https://tenantplane.example.com; required with the kubernetes
+    # orchestrator) and the CA of its certificate when that is not a public one; and how long
+    # an API server keeps a review (--authentication-token-webhook-cache-ttl), which bounds
+    # how long a revoked principal's token still works.
+    cluster_credentials_seconds: int = Field(default=3600, ge=60, le=86400)
+    cluster_token_webhook_url: str | None = None
+    cluster_token_webhook_ca_file: Path | None = None
+    cluster_token_webhook_cache_ttl: str = Field(default="30s", pattern=r"^[0-9]+s$")
     run_reconcilers: bool = True
     # Reconcilers (docs/reconcilers.md): rows worked on at once per reconciler and process,
     # how long a lease lasts (a crashed worker's rows are taken over after it), and the
@@ -240,6 +250,21 @@ class Settings(BaseSettings):
     def _kubernetes_settings(self) -> Settings:
         if self.kubeconfig is not None and not self.kubeconfig.is_file():
             raise ValueError(f"TENANTPLANE_KUBECONFIG: {self.kubeconfig} is not a file")
+        if self.orchestrator == "kubernetes" and not self.cluster_token_webhook_url:
+            # Without it the clusters' API servers could not review tenants' tokens: every
+            # kubectl call would get 401.
+            raise ValueError(
+                "TENANTPLANE_ORCHESTRATOR=kubernetes needs TENANTPLANE_CLUSTER_TOKEN_WEBHOOK_URL "
+                "(the URL at which clusters' API servers reach this service)"
+            )
+        if (
+            self.cluster_token_webhook_ca_file is not None
+            and not self.cluster_token_webhook_ca_file.is_file()
+        ):
+            raise ValueError(
+                f"TENANTPLANE_CLUSTER_TOKEN_WEBHOOK_CA_FILE: {self.cluster_token_webhook_ca_file} "
+                "is not a file"
+            )
         if self.sync_provider == "external-secrets":
             # Copies go into vCluster tenant clusters found on the host cluster, and their
             # ClusterSecretStores point at the vault.
@@ -270,6 +295,13 @@ class Settings(BaseSettings):
         if problem is not None:
             raise ValueError(f"TENANTPLANE_CLUSTER_HOST_TEMPLATE {problem}")
         return value
+
+    @field_validator("cluster_token_webhook_url")
+    @classmethod
+    def _webhook_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("https://", "http://")):
+            raise ValueError("TENANTPLANE_CLUSTER_TOKEN_WEBHOOK_URL must be an http(s) URL")
+        return value.rstrip("/") if value else value
 
     @field_validator("database_url")
     @classmethod

@@ -2,8 +2,9 @@
 
 Each use of the secret key gets its own key, derived with HKDF-SHA256 under a label of its
 own (``Purpose``), so that no two mechanisms ever share key material: the keyed hash of API
-keys, the encryption of stored credentials, and that of responses kept for Idempotency-Key
-replays. Rows that depend on a key record which derivation made them (``key_derivation``):
+keys, the encryption of stored credentials, that of responses kept for Idempotency-Key
+replays, the signature of cluster access tokens and each cluster's credential towards the
+token webhook. Rows that depend on a key record which derivation made them (``key_derivation``):
 ``hkdf-sha256:<id>``, where the id names the secret key it came from (a fingerprint, derived
 under a label of its own too), or ``legacy`` for rows made before keys were derived (the
 secret key itself keyed the API-key hash).
@@ -33,6 +34,8 @@ class Purpose(enum.Enum):
     api_key_hash = b"tenantplane/v1/api-key-hash"
     stored_credentials = b"tenantplane/v1/stored-credentials"
     idempotent_responses = b"tenantplane/v1/idempotent-responses"
+    cluster_tokens = b"tenantplane/v1/cluster-tokens"
+    token_webhook = b"tenantplane/v1/token-webhook"
 
 
 def _hkdf(secret: bytes, info: bytes) -> bytes:

@@ -71,6 +71,7 @@ def tpctl_environment(tenant: Tenant, home: Path) -> dict[str, str]:
         "PATH": os.environ["PATH"],
         "HOME": str(home),
         "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
         "TPCTL_URL": tenant.url,
         "TPCTL_TENANT": tenant.name,
         "TPCTL_API_KEY": tenant.key,

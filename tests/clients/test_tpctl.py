@@ -148,8 +148,15 @@ def test_clusters_create_wait_upgrade_kubeconfig(tpctl: Run, tenant: Tenant, hom
         "current-context": "prod",
     }
     kube.write_text(yaml.safe_dump(existing))
-    ok(tpctl("kubeconfig", "web"))
-    ok(tpctl("kubeconfig", "web"))  # again: the same entries, nothing doubled
+    # Its settings come from the environment: the profile kubectl's `tpctl token` names is
+    # saved, once.
+    first = tpctl("kubeconfig", "web")
+    assert first.returncode == 0, first.stderr
+    assert "Profile default saved in" in first.stderr
+    saved = yaml.safe_load((home / ".config" / "tpctl" / "config.yaml").read_text())
+    assert saved["profiles"]["default"]["tenant"] == tenant.name
+    again = tpctl("kubeconfig", "web")  # again: the same entries, nothing doubled
+    assert "Profile" not in again.stderr
     assert stat.S_IMODE(kube.stat().st_mode) == 0o600
     viewed = subprocess.run(
         [KUBECTL, "config", "view", "--kubeconfig", str(kube), "--raw", "-o", "json"],
@@ -169,13 +176,24 @@ def test_clusters_create_wait_upgrade_kubeconfig(tpctl: Run, tenant: Tenant, hom
     assert users["prod"] == {"token": "keep-me"}
     plugin = users[context]["exec"]
     assert plugin["apiVersion"] == "client.authentication.k8s.io/v1"
-    assert plugin["args"] == ["token"]
+    assert plugin["args"] == ["token", "--tenant", tenant.name, "--cluster", "web"]
     assert tenant.key not in kube.read_text()
-    # The plugin's answer, as kubectl would run it.
+    # The plugin's answer, as kubectl would run it: a cluster token, not the API key, with
+    # its expiry; kept for the next call, asked anew once it is about to expire.
     credential = ok(tpctl(*plugin["args"]))
     assert credential["kind"] == "ExecCredential"
     assert credential["apiVersion"] == "client.authentication.k8s.io/v1"
-    assert credential["status"]["token"] == tenant.key
+    token = credential["status"]["token"]
+    assert token.startswith("tpc_")
+    assert credential["status"]["expirationTimestamp"].endswith("Z")
+    assert ok(tpctl(*plugin["args"]))["status"]["token"] == token
+    [cached] = (home / ".cache" / "tpctl" / "cluster-tokens").iterdir()
+    assert stat.S_IMODE(cached.stat().st_mode) == 0o600
+    kept = json.loads(cached.read_text())
+    cached.write_text(json.dumps({**kept, "expiresAt": "2020-01-01T00:00:00+00:00"}))
+    renewed = ok(tpctl(*plugin["args"]))["status"]["token"]
+    assert renewed not in (token, tenant.key)
+    assert json.loads(cached.read_text())["token"] == renewed
     # A different entry of the same name is never overwritten.
     clash = tpctl("kubeconfig", "web", "--file", str(kube), "--context", "prod")
     assert clash.returncode == 5
@@ -307,3 +325,21 @@ def test_tpctl_retries_429_then_503(tpctl: Run, proxy: tuple[Proxy, str]) -> Non
     exhausted = tpctl("clusters", "list", env={"TPCTL_URL": url})
     assert exhausted.returncode == 8
     assert "Error: 503 unavailable INJECTED: injected" in exhausted.stderr
+
+
+def test_token_says_in_one_line_what_it_lacks(tpctl: Run) -> None:
+    """kubectl shows the plugin's standard error: each refusal is one whole line."""
+    no_credential = tpctl("token", "--cluster", "web", env={"TPCTL_API_KEY": ""})
+    assert no_credential.returncode == 3
+    assert no_credential.stdout == ""
+    assert no_credential.stderr.strip().splitlines() == [
+        "Configuration: no API key or token: set TPCTL_API_KEY or TPCTL_TOKEN, or save one in "
+        "profile 'default' (`tpctl config set-profile default --api-key-stdin`)"
+    ]
+    # An entry written before tokens were bound to a cluster.
+    no_cluster = tpctl("token")
+    assert no_cluster.returncode == 3
+    assert "write the kubeconfig entry again with `tpctl kubeconfig CLUSTER`" in no_cluster.stderr
+    missing = tpctl("token", "--cluster", "nope")
+    assert missing.returncode == 4
+    assert missing.stdout == ""

@@ -27,6 +27,7 @@ async def kube_app(
         database_url,
         tmp_path,
         orchestrator="kubernetes",
+        cluster_token_webhook_url="https://tenantplane.example.net",
         kubeconfig=host_cluster.kubeconfig,
         kubernetes_context="host",
         kubernetes_timeout_seconds=1.0,

@@ -54,6 +54,7 @@ async def platform(
         database_url,
         tmp_path,
         orchestrator="kubernetes",
+        cluster_token_webhook_url="https://tenantplane.example.net",
         kubeconfig=bed.kubeconfig,
         vcluster_chart_repository=bed.chart_repository,
         # Every cluster's ingress host is "localhost", its kubeconfig's server the stand-in

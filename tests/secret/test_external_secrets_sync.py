@@ -36,6 +36,7 @@ async def synced_app(
         database_url,
         tmp_path,
         orchestrator="kubernetes",
+        cluster_token_webhook_url="https://tenantplane.example.net",
         sync_provider="external-secrets",
         kubeconfig=host_cluster.kubeconfig,
         kubernetes_timeout_seconds=2.0,

@@ -11,8 +11,9 @@ it is recorded Running, and removed first when it is deleted.
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -25,6 +26,7 @@ from tenantplane.catalogue.versions import VersionCatalogue, load_versions
 from tenantplane.cluster.models import Cluster, ClusterEvent, ClusterHistory, ClusterPhase
 from tenantplane.cluster.repository import ClusterRepository
 from tenantplane.cluster.status import observed_status
+from tenantplane.cluster.tokens import token_webhook
 from tenantplane.providers.orchestrator import (
     BatchOrchestrator,
     ClusterSpec,
@@ -32,6 +34,7 @@ from tenantplane.providers.orchestrator import (
     Observation,
     Orchestrator,
     Stage,
+    TokenWebhook,
 )
 from tenantplane.providers.sync import ClusterRef
 from tenantplane.reconcile.fence import Fence, hold_each
@@ -73,8 +76,10 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
         lease_seconds: float = 30.0,
         retry_seconds: float = 5.0,
         cluster_auth: ClusterAuth | None = None,
+        token_webhook: Callable[[str], TokenWebhook | None] | None = None,
     ) -> None:
         self.orchestrator = orchestrator
+        self.token_webhook = token_webhook
         self.cluster_auth = cluster_auth
         # With an orchestrator that takes many calls at once (the simulator: one transaction),
         # the rows of a fetch are read, acted on and written together: many clusters
@@ -120,6 +125,7 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
                 memory=cluster.memory,
                 storage=cluster.storage,
                 pool=self._pool(tenant),
+                token_webhook=self.token_webhook(cluster.uid) if self.token_webhook else None,
             ),
         )
 
@@ -351,6 +357,7 @@ def build_cluster_reconciler(context: ReconcileContext) -> Reconciler[Any, Any] 
         lease_seconds=settings.reconcile_lease_seconds,
         retry_seconds=settings.cluster_retry_seconds,
         cluster_auth=build_auth(context),
+        token_webhook=functools.partial(token_webhook, settings, settings.keyring()),
     )
 
 

@@ -1,14 +1,21 @@
 from __future__ import annotations
 
 import math
+from datetime import timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response, status
 
-from tenantplane.access import AnyCaller, TenantAdmin, TenantMemberReads
+from tenantplane.access import (
+    AnyCaller,
+    TenantAdmin,
+    TenantMemberReads,
+    TenantMemberUnlessCancelled,
+)
 from tenantplane.catalogue.plans import load_plans
 from tenantplane.catalogue.versions import load_versions
-from tenantplane.cluster import service
+from tenantplane.cluster import credentials, service
+from tenantplane.cluster.access_schemas import ClusterCredentials
 from tenantplane.cluster.schemas import (
     ClusterCreate,
     ClusterRead,
@@ -18,7 +25,7 @@ from tenantplane.cluster.schemas import (
     VersionRead,
 )
 from tenantplane.config import Settings
-from tenantplane.db.session import ReadsDep, SessionDep
+from tenantplane.db.session import ReadsDep, SessionDep, get_database
 from tenantplane.http.documents import DocumentResponse, EncodedDocuments
 from tenantplane.http.errors import error_responses
 from tenantplane.http.etag import NOT_MODIFIED, IfMatch, set_etag
@@ -164,6 +171,34 @@ async def get_connection_details(
     retry_after = max(1, math.ceil(settings.simulator_step_seconds))
     return await service.connection_details(
         reads, principal.tenant_id, _cluster_name(name), retry_after
+    )
+
+
+@router.post("/{name}/credentials", responses=error_responses(404))
+async def create_cluster_credentials(
+    principal: TenantMemberUnlessCancelled,
+    name: ClusterName,
+    reads: ReadsDep,
+    request: Request,
+    response: Response,
+) -> ClusterCredentials:
+    """Issue cluster credentials.
+
+    A short-lived token for the cluster's API server (kubectl's bearer token), bound to the
+    cluster and the caller: the cluster accepts it until `expiresAt` while the caller is still a
+    member (or the key still exists); admins get cluster-admin, readonly callers (and every
+    caller while the tenant is suspended) the `view` role. Members, readonly included.
+    """
+    settings: Settings = request.app.state.settings
+    # A credential: no cache, no proxy keeps a copy.
+    response.headers["Cache-Control"] = "no-store"
+    return await credentials.issue(
+        reads,
+        request.app.state.keys,
+        principal,
+        _cluster_name(name),
+        await get_database(request).clock.now(),
+        timedelta(seconds=settings.cluster_credentials_seconds),
     )
 
 

@@ -377,8 +377,18 @@ async def test_api_server_throttling_errors_and_timeouts_fail_the_call_then_pass
     ("overrides", "message"),
     [
         ({"orchestrator": "kubernetes", "kubeconfig": "/nonexistent/kubeconfig"}, "not a file"),
+        ({"orchestrator": "kubernetes"}, "CLUSTER_TOKEN_WEBHOOK_URL"),
+        ({"cluster_token_webhook_url": "tenantplane.example.com"}, "http"),
+        ({"cluster_token_webhook_ca_file": "/nonexistent/ca.pem"}, "not a file"),
         ({"sync_provider": "external-secrets", "vault_addr": "http://v"}, "ORCHESTRATOR"),
-        ({"orchestrator": "kubernetes", "sync_provider": "external-secrets"}, "VAULT_ADDR"),
+        (
+            {
+                "orchestrator": "kubernetes",
+                "sync_provider": "external-secrets",
+                "cluster_token_webhook_url": "https://tp.example.com",
+            },
+            "VAULT_ADDR",
+        ),
         ({"vcluster_release_timeout": "ten minutes"}, "vcluster_release_timeout"),
     ],
 )

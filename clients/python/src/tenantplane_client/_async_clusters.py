@@ -116,6 +116,13 @@ class AsyncClusters(_Api):
         )
         return result
 
+    async def credentials(self, name: str) -> m.ClusterCredentials:
+        """A short-lived token for the cluster's API server, bound to this caller."""
+        result: m.ClusterCredentials = await self.client.call(
+            m.ClusterCredentials, "POST", f"{self.item(name)}/credentials"
+        )
+        return result
+
     async def wait_for(
         self,
         name: str,

@@ -230,6 +230,7 @@ OPERATIONS: dict[str, str] = {
     "updateCluster": "clusters.patch",
     "deleteCluster": "clusters.delete",
     "getConnectionDetails": "clusters.connection_details",
+    "createClusterCredentials": "clusters.credentials",
     "listSecrets": "secrets.list",
     "createSecret": "secrets.create",
     "getSecret": "secrets.get",

@@ -115,6 +115,13 @@ class Clusters(_Api):
         )
         return result
 
+    def credentials(self, name: str) -> m.ClusterCredentials:
+        """A short-lived token for the cluster's API server, bound to this caller."""
+        result: m.ClusterCredentials = self.client.call(
+            m.ClusterCredentials, "POST", f"{self.item(name)}/credentials"
+        )
+        return result
+
     def wait_for(
         self,
         name: str,

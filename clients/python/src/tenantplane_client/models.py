@@ -452,6 +452,13 @@ class ClusterCreate(Model):
     version: str | None = None
 
 
+class ClusterCredentials(Model):
+    """A token for the cluster's API server (kubectl's bearer token) and when it expires."""
+
+    expires_at: str = Field(alias="expiresAt")
+    token: str
+
+
 class ClusterRead(Model):
     """ClusterRead."""
 
@@ -838,6 +845,7 @@ MODELS: tuple[type[Model], ...] = (
     ApiWarning,
     BillingPeriod,
     ClusterCreate,
+    ClusterCredentials,
     ClusterRead,
     ClusterStatusRead,
     ClusterUpdate,
@@ -918,6 +926,7 @@ SCHEMA_NAMES: dict[str, type[Model]] = {
     "ApiWarning": ApiWarning,
     "BillingPeriod": BillingPeriod,
     "ClusterCreate": ClusterCreate,
+    "ClusterCredentials": ClusterCredentials,
     "ClusterRead": ClusterRead,
     "ClusterStatusRead": ClusterStatusRead,
     "ClusterUpdate": ClusterUpdate,

@@ -65,6 +65,19 @@ def host_template_problem(template: str) -> str | None:
 
 
 @dataclass(frozen=True)
+class TokenWebhook:
+    """How a cluster's API server has tenants' tokens reviewed (Kubernetes' webhook token
+    authentication): the review URL of this cluster, the bearer credential it presents
+    there, the CA of the URL's certificate (base64 PEM; empty for a public one) and how long
+    the API server keeps a review (which bounds how long a revoked token still works)."""
+
+    url: str
+    credential: str = field(repr=False)
+    certificate_authority: str = ""
+    cache_ttl: str = "30s"
+
+
+@dataclass(frozen=True)
 class ClusterSpec:
     uid: str
     name: str
@@ -77,6 +90,9 @@ class ClusterSpec:
     storage: str
     # The tenant's plan pool (cpu, memory, storage): the quota of the tenant's namespace.
     pool: Mapping[str, str] = field(default_factory=dict)
+    # How the cluster authenticates tenants' kubectl (None: not wired, e.g. the simulator's
+    # clusters, which have no API server to wire).
+    token_webhook: TokenWebhook | None = None
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,8 @@ from tenantplane.providers.orchestrator import (
     Observation,
     Replicas,
     Stage,
+    TokenWebhook,
+    cluster_access,
     unrepresentable,
 )
 from tenantplane.providers.orchestrator.flux import release_state
@@ -93,6 +95,9 @@ class KubernetesOrchestrator:
             await self.kube.apply(manifest)
         await fence.hold()
         await self.kube.create_if_absent(encryption_secret(spec, namespace))
+        if spec.token_webhook is not None:
+            await fence.hold()
+            await self.kube.apply(token_webhook_secret(spec, spec.token_webhook, namespace))
         await fence.hold()
         await self.kube.apply(helm_release(spec, namespace, self.chart))
         return await self.observe(spec)
@@ -232,6 +237,24 @@ def encryption_secret(spec: ClusterSpec, namespace: str) -> Manifest:
         },
         "type": "Opaque",
         "stringData": {"config.yaml": config},
+    }
+
+
+def token_webhook_secret(spec: ClusterSpec, webhook: TokenWebhook, namespace: str) -> Manifest:
+    """The API server's token webhook kubeconfig (applied each time: a rotated secret key or
+    a moved webhook URL reaches the cluster at its next look; the API server reads the file
+    when it starts)."""
+    kubeconfig = cluster_access.webhook_kubeconfig(webhook).encode()
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": cluster_access.secret_name(spec.name),
+            "namespace": namespace,
+            "labels": _labels(spec, **{LABEL_CLUSTER: spec.name, LABEL_CLUSTER_UID: spec.uid}),
+        },
+        "type": "Opaque",
+        "data": {cluster_access.KUBECONFIG_KEY: base64.b64encode(kubeconfig).decode()},
     }
 
 

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from lightkube.utils.quantity import parse_quantity
 
+from tenantplane.providers.orchestrator import cluster_access
+
 if TYPE_CHECKING:
     from tenantplane.providers.orchestrator import ClusterSpec
     from tenantplane.providers.orchestrator.kubernetes import ChartSettings
@@ -113,6 +115,19 @@ def vcluster_values(spec: ClusterSpec, chart: ChartSettings) -> dict[str, Any]:
             ],
         },
     }
+    api_server_args = [f"--encryption-provider-config={ENCRYPTION_MOUNT}/config.yaml"]
+    if spec.token_webhook is not None:
+        persistence = control_plane_set["persistence"]
+        persistence["addVolumes"].append(
+            {
+                "name": "token-webhook",
+                "secret": {"secretName": cluster_access.secret_name(spec.name)},
+            }
+        )
+        persistence["addVolumeMounts"].append(
+            {"name": "token-webhook", "mountPath": cluster_access.MOUNT, "readOnly": True}
+        )
+        api_server_args += cluster_access.api_server_args(spec.token_webhook)
     if spec.high_availability:
         control_plane_set["scheduling"] = {
             "affinity": anti_affinity(CONTROL_PLANE_LABEL, spec.name)
@@ -126,11 +141,7 @@ def vcluster_values(spec: ClusterSpec, chart: ChartSettings) -> dict[str, Any]:
                     "image": {"tag": kubernetes_version(spec)},
                     # The init container counts in the pod's limits as much as the API server.
                     "resources": copy.deepcopy(api_server),
-                    "apiServer": {
-                        "extraArgs": [
-                            f"--encryption-provider-config={ENCRYPTION_MOUNT}/config.yaml"
-                        ]
-                    },
+                    "apiServer": {"extraArgs": api_server_args},
                 }
             },
             "statefulSet": control_plane_set,
@@ -146,6 +157,11 @@ def vcluster_values(spec: ClusterSpec, chart: ChartSettings) -> dict[str, Any]:
         # not one per release: a namespace's quotas all apply to every pod in it).
         "policies": {"resourceQuota": {"enabled": False}, "limitRange": {"enabled": False}},
     }
+    if spec.token_webhook is not None:
+        # The review's groups bound to Kubernetes' roles inside the cluster.
+        platform["experimental"] = {
+            "deploy": {"vcluster": {"manifests": cluster_access.role_bindings_manifests()}}
+        }
     return deep_merge(chart.extra_values, platform)
 
 

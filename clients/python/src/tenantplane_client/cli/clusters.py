@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,7 +15,7 @@ from rich.text import Text
 from tenantplane_client import models as m
 from tenantplane_client import waiting
 from tenantplane_client._sync import Tenantplane
-from tenantplane_client.cli import kubeconfig, profiles
+from tenantplane_client.cli import kubeconfig, profiles, token_cache
 from tenantplane_client.cli.common import (
     OutputOption,
     State,
@@ -208,10 +209,11 @@ def kubeconfig_command(
     set_current: Annotated[bool, typer.Option(help="Make it the current context")] = True,
 ) -> None:
     """Add a context for cluster NAME to a kubeconfig, authenticated by `tpctl token`."""
-    profile_name, _ = profiles.resolve(State.profile)
+    profile_name, profile = profiles.resolve(State.profile)
     with client() as api:
         details = api.clusters.connection_details(name)
-        context_name = context or f"{api.tenant}-{name}"
+        tenant = api.tenant
+    context_name = context or f"{tenant}-{name}"
     path = file or kubeconfig.default_path()
     command = shutil.which("tpctl") or "tpctl"
     new = kubeconfig.entries(
@@ -220,6 +222,8 @@ def kubeconfig_command(
         certificate_authority=details.certificate_authority,
         profile=profile_name,
         command=command,
+        tenant=tenant,
+        cluster=name,
     )
     merged = kubeconfig.merge(path, new, set_current=set_current)
     if merged is kubeconfig.Merged.written:
@@ -228,15 +232,42 @@ def kubeconfig_command(
         say(f"Context {context_name} already in {path}; made the current context")
     else:
         say(f"Context {context_name} already in {path}; unchanged")
+    # kubectl runs `tpctl token` with this profile, maybe without this shell's environment.
+    if profiles.save_if_absent(profile_name, profile):
+        say(
+            f"Profile {profile_name} saved in {profiles.config_path()} from the environment "
+            "(kubectl's `tpctl token` reads it)"
+        )
 
 
 @handled
-def token_command() -> None:
-    """Print an ExecCredential (client.authentication.k8s.io/v1) for kubectl."""
-    _, profile = profiles.resolve(State.profile)
-    credential = profile.credential
-    if not credential:
+def token_command(
+    cluster: Annotated[
+        str | None, typer.Option(help="The cluster (as `tpctl kubeconfig` writes it)")
+    ] = None,
+    tenant: Annotated[str | None, typer.Option(help="Its tenant (default: the profile's)")] = None,
+) -> None:
+    """Print an ExecCredential (client.authentication.k8s.io/v1) for kubectl: a short-lived
+    token for the cluster, kept until shortly before it expires."""
+    profile_name, profile = profiles.resolve(State.profile)
+    if not cluster:
         raise profiles.ConfigError(
-            f"no credential: set {profiles.ENV_API_KEY} or {profiles.ENV_TOKEN}, or a profile's"
+            "tpctl token needs --cluster: write the kubeconfig entry again with "
+            "`tpctl kubeconfig CLUSTER`"
         )
-    print(json.dumps(kubeconfig.exec_credential(profiles.check_credential(credential))))
+    if not profile.credential:
+        raise profiles.ConfigError(profiles.no_credential(profile_name))
+    if tenant:
+        profile.tenant = tenant
+    url, tenant_name, credential = profile.require()
+    cached_at = token_cache.cache_file(url, tenant_name, cluster, credential)
+    cached = token_cache.load(cached_at)
+    if cached is None or not cached.fresh(token_cache.now()):
+        obtained_at = token_cache.now()
+        with client(profile) as api:
+            issued = api.clusters.credentials(cluster)
+        cached = token_cache.CachedToken(
+            issued.token, datetime.fromisoformat(issued.expires_at), obtained_at
+        )
+        token_cache.store(cached_at, cached)
+    print(json.dumps(kubeconfig.exec_credential(cached.token, cached.expires_at)))

@@ -106,8 +106,10 @@ FileOption = Annotated[
 
 
 @contextmanager
-def client() -> Iterator[Tenantplane]:
-    _, profile = profiles.resolve(State.profile)
+def client(profile: profiles.Profile | None = None) -> Iterator[Tenantplane]:
+    """A client of the chosen profile (or of ``profile``, already resolved)."""
+    if profile is None:
+        _, profile = profiles.resolve(State.profile)
     url, tenant, credential = profile.require()
     retry = RetryPolicy(base_delay=profiles.retry_base_seconds())
     if profiles.sent_in_clear(url):

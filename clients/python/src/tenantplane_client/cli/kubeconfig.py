@@ -1,13 +1,15 @@
 """Kubeconfig entries for a cluster, merged into a file without touching anything else.
 
 The user entry authenticates through an exec credential plugin (``tpctl token``): kubectl
-asks tpctl for the caller's own credential each time, so no secret is copied into the file.
+asks tpctl for a short-lived token of the cluster, bound to the caller (the API key or OIDC
+token itself never goes to the cluster), so no secret is copied into the file.
 """
 
 from __future__ import annotations
 
 import enum
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +30,14 @@ def default_path() -> Path:
 
 
 def entries(
-    *, context: str, endpoint: str, certificate_authority: str, profile: str, command: str
+    *,
+    context: str,
+    endpoint: str,
+    certificate_authority: str,
+    profile: str,
+    command: str,
+    tenant: str,
+    cluster: str,
 ) -> dict[str, Any]:
     """The cluster, user and context entries for one cluster (all named ``context``)."""
     return {
@@ -42,7 +51,7 @@ def entries(
                 "exec": {
                     "apiVersion": EXEC_API_VERSION,
                     "command": command,
-                    "args": ["token"],
+                    "args": ["token", "--tenant", tenant, "--cluster", cluster],
                     "env": [{"name": ENV_PROFILE, "value": profile}],
                     "interactiveMode": "Never",
                     "provideClusterInfo": False,
@@ -106,5 +115,11 @@ def merge(path: Path, new: dict[str, Any], *, set_current: bool) -> Merged:
     return Merged.written if added else Merged.made_current
 
 
-def exec_credential(token: str) -> dict[str, Any]:
-    return {"apiVersion": EXEC_API_VERSION, "kind": "ExecCredential", "status": {"token": token}}
+def exec_credential(token: str, expires_at: datetime) -> dict[str, Any]:
+    """What kubectl reads from the plugin; it runs the plugin again after the expiry."""
+    stamp = expires_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {
+        "apiVersion": EXEC_API_VERSION,
+        "kind": "ExecCredential",
+        "status": {"token": token, "expirationTimestamp": stamp},
+    }

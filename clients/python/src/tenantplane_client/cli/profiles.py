@@ -154,6 +154,27 @@ def resolve(profile_name: str | None = None, path: Path | None = None) -> tuple[
     return name, profile.with_environment(os.environ)
 
 
+def no_credential(profile_name: str) -> str:
+    """The one line that says how to give a command its credential."""
+    return (
+        f"no API key or token: set {ENV_API_KEY} or {ENV_TOKEN}, or save one in profile "
+        f"{profile_name!r} (`tpctl config set-profile {profile_name} --api-key-stdin`)"
+    )
+
+
+def save_if_absent(name: str, profile: Profile, path: Path | None = None) -> bool:
+    """Save ``profile`` (settings resolved from the environment) as ``name`` unless the
+    configuration has a profile of that name; whether it was saved."""
+    config = load(path)
+    if name in config.profiles:
+        return False
+    config.profiles[name] = profile
+    if len(config.profiles) == 1:
+        config.current = name
+    save(config, path)
+    return True
+
+
 def retry_base_seconds() -> float:
     """The first backoff step (1 s, the spec's); smaller for impatient scripts and tests."""
     value = os.environ.get(ENV_RETRY_BASE)
