@@ -163,7 +163,10 @@ class Fleet:
 
     def api(self, name: str, env: Mapping[str, str]) -> Node:
         port = free_port()
+        # One process, as each replica is one here: its pid owns the leases it takes, and
+        # freezing or killing it freezes or kills the replica.
         argv = [TENANTPLANE, "serve", "--host", "127.0.0.1", "--port", str(port), "--json"]
+        argv += ["--workers", "1"]
         return self._add(Node(name, argv, env, self.directory, port))
 
     def worker(self, name: str, env: Mapping[str, str]) -> Node:
