@@ -24,7 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tenantplane.alerting.validation.goregex import RegexError, check_go_regex
-from tenantplane.alerting.validation.gotemplate import Outline, Token, unquote
+from tenantplane.alerting.validation.gotemplate import Outline
+from tenantplane.alerting.validation.template_lexer import Token, unquote
 
 ALLOWED_FUNCTIONS = frozenset(
     (
