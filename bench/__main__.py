@@ -7,7 +7,7 @@ server's CPU per request (from /proc/PID/stat before and after) and the ratio to
 served by the same process in the same run. See bench/README.md.
 
     uv run python -m bench [--seconds 5] [--connections 64] [--backend sqlite|postgresql]
-                           [--only a,b,c,d,e,f,g,h]
+                           [--only a,b,c,d,e,f,g,h] [--workers N]
 """
 
 from __future__ import annotations
@@ -51,6 +51,8 @@ class Options:
     connections: int
     scenarios: str
     workdir: Path
+    #: API processes of every `serve` (`--workers`): 1 keeps figures comparable with earlier rounds.
+    workers: int = 1
     report: list[str] = field(default_factory=list)
 
 
@@ -141,9 +143,13 @@ def http_scenarios(backend: str, options: Options) -> None:
         seed.seed_clusters(engine, [tenant_id], 50, now)
         seed.seed_invoices(engine, tenant_id, tenant.name, 120)
         log = options.workdir / f"server-{backend}.log"
-        emit(options, f"\n### {backend}: one `tenantplane serve` ({SERVER_NOTE}), wrk -t1\n")
+        emit(
+            options,
+            f"\n### {backend}: one `tenantplane serve --workers {options.workers}` "
+            f"({SERVER_NOTE}), wrk -t1\n",
+        )
         emit(options, "\n".join(HEADER))
-        server = Server(env, log)
+        server = Server(env, log, options.workers)
         try:
             server.wait_ready()
             drive = _driver(server, options)
@@ -214,7 +220,7 @@ def _driver(
 
 def _writes_with_worker(env: dict[str, str], options: Options, tenant: Tenant, log: Path) -> None:
     api_env = {**env, "TENANTPLANE_RUN_RECONCILERS": "false"}
-    server = Server(api_env, log)
+    server = Server(api_env, log, options.workers)
     worker = Process(["worker"], env, options.workdir / "worker.log")
     try:
         server.wait_ready()
@@ -260,7 +266,7 @@ def _big_database(
     others = seed.seed_tenants(engine, f"big-{uuid.uuid4().hex[:4]}", 1000, now)
     seed.seed_clusters(engine, others, 100, now)
     seeded = time.monotonic() - started
-    server = Server(env, log)
+    server = Server(env, log, options.workers)
     try:
         server.wait_ready()
         drive = _driver(server, options)
@@ -322,7 +328,7 @@ def _burst(backend: str, options: Options, count: int, *, in_worker: bool) -> No
         tenant = create_tenant(env, f"burst-{uuid.uuid4().hex[:6]}")
         log = options.workdir / f"server-{backend}-burst-{where.replace(' ', '-')}.log"
         api_env = {**env, "TENANTPLANE_RUN_RECONCILERS": "false"} if in_worker else env
-        server = Server(api_env, log)
+        server = Server(api_env, log, options.workers)
         worker = Process(["worker"], env, log.with_suffix(".worker.log")) if in_worker else None
         engine = seed.sync_engine(url)
         try:
@@ -447,6 +453,12 @@ def main() -> None:
     parser.add_argument("--output", type=Path, help="also write the tables to this file")
     parser.add_argument("--keep", action="store_true", help="keep the logs and SQLite files")
     parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="API processes of each `tenantplane serve` (its --workers; CPU is all of theirs)",
+    )
+    parser.add_argument(
         "--loaded-ok",
         action="store_true",
         help=f"run even if the load average is above {IDLE_LOAD_AVERAGE} (figures flagged)",
@@ -459,13 +471,17 @@ def main() -> None:
             "ratios taken now are not comparable; wait, or pass --loaded-ok"
         )
     workdir = Path(tempfile.mkdtemp(prefix="tenantplane-bench-"))
-    options = Options(arguments.seconds, arguments.connections, arguments.only, workdir)
+    if arguments.workers < 1:
+        parser.error("--workers must be at least 1")
+    options = Options(
+        arguments.seconds, arguments.connections, arguments.only, workdir, arguments.workers
+    )
     backends = ["sqlite", "postgresql"] if arguments.backend == "both" else [arguments.backend]
     emit(
         options,
         f"tenantplane bench {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, "
         f"{os.cpu_count()} CPUs, wrk -c{options.connections} {options.seconds:.0f} s per scenario, "
-        f"load average {load_average:.2f} before the run",
+        f"serve --workers {options.workers}, load average {load_average:.2f} before the run",
     )
     try:
         for backend in backends:

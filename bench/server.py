@@ -1,7 +1,9 @@
-"""A `tenantplane serve` (or `worker`) process as in production, and its CPU time."""
+"""A `tenantplane serve` (or `worker`) process as in production, and its CPU time (with its
+child processes')."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -31,6 +33,29 @@ def cpu_seconds(pid: int) -> float:
     return (utime + stime) / TICKS_PER_SECOND
 
 
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (`serve --workers N`: the supervisor, its API processes
+    and its reconcilers process), from /proc/PID/task/TID/children."""
+    found = [pid]
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            children = (task / "children").read_text().split()
+        except OSError:
+            continue  # the thread has ended
+        for child in children:
+            found += process_tree(int(child))
+    return found
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU of ``pid`` and of its descendants; one that ends meanwhile counts for nothing."""
+    total = 0.0
+    for member in process_tree(pid):
+        with contextlib.suppress(OSError):
+            total += cpu_seconds(member)
+    return total
+
+
 def cli(env: dict[str, str], *args: str) -> str:
     done = subprocess.run([*CLI, *args], env=env, check=True, capture_output=True, text=True)
     return done.stdout
@@ -56,7 +81,7 @@ class Process:
         return self.process.pid
 
     def cpu(self) -> float:
-        return cpu_seconds(self.pid)
+        return tree_cpu_seconds(self.pid)
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -69,9 +94,12 @@ class Process:
 
 
 class Server(Process):
-    def __init__(self, env: dict[str, str], log: Path) -> None:
+    """`tenantplane serve --workers N`: its CPU is that of all its processes."""
+
+    def __init__(self, env: dict[str, str], log: Path, workers: int = 1) -> None:
         self.port = free_port()
-        super().__init__(["serve", "--port", str(self.port)], env, log)
+        arguments = ["serve", "--port", str(self.port), "--workers", str(workers)]
+        super().__init__(arguments, env, log)
         self.base = f"http://127.0.0.1:{self.port}"
 
     def wait_ready(self, timeout: float = 60.0) -> None:
