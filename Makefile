@@ -46,6 +46,8 @@ lint: install
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
 	$(UV) run mypy
+	# The layout's arrows (pyproject's [tool.importlinter], docs/design.md).
+	$(UV) run lint-imports
 	# An undeclared, unused or misplaced (dev-only) dependency of the application fails the build.
 	$(UV) run deptry src
 
