@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from sqlalchemy import create_engine, text
 
 from tenantplane.config import Settings
 from tenantplane.server import default_workers, usable_cores
@@ -254,10 +255,12 @@ def test_without_redis_the_start_says_each_process_counts_the_rate_limit(served:
     assert warning["workers"] == WORKERS
 
 
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_sigterm_ends_every_process_with_exit_0_after_the_request_in_flight(
-    tmp_path: Path,
+    tmp_path: Path, backend: str
 ) -> None:
-    with sqlite_database(tmp_path) as url, serving_workers(tmp_path, url) as serve:
+    database = postgres_database() if backend == "postgresql" else sqlite_database(tmp_path)
+    with database as url, serving_workers(tmp_path, url) as serve:
         body = json.dumps({"name": "in-flight"}).encode()
         head = (
             f"POST /api/v1/tenants/{TENANT}/clusters HTTP/1.1\r\nHost: 127.0.0.1\r\n"
@@ -277,6 +280,14 @@ def test_sigterm_ends_every_process_with_exit_0_after_the_request_in_flight(
                 answer += chunk
         assert answer.startswith(b"HTTP/1.1 201 "), answer[:500]
         code = serve.process.wait(timeout=60)
+        # The reconcilers gave their leases up: none is left for a successor to wait out.
+        engine = create_engine(url.replace("+aiosqlite", ""))
+        with engine.connect() as connection:
+            leased = connection.scalar(
+                text("SELECT count(*) FROM clusters WHERE lock_owner IS NOT NULL")
+            )
+        engine.dispose()
+        assert leased == 0
     assert code == 0, serve.log.read_text()[-3000:]
     for pid in [*serve.workers, serve.reconcilers]:
         assert not Path(f"/proc/{pid}").exists()
