@@ -8,7 +8,7 @@ rest go through one handler on the root logger, whose ProcessorFormatter gives t
 keys (``event``, ``level``, ``logger``, ``timestamp``, the request id when bound). Our events
 do not pass through the standard library: its record, handler and formatter (which makes a
 second record of the first) took a fifth of the API's CPU while it served GETs of one
-cluster, for their one ``request`` line each (bench/RESULTS.md, round 16). Both write to
+cluster, for their one ``request`` line each (bench/history.md, round 16). Both write to
 the ``sys.stderr`` of the moment, so redirected streams (tests, daemons) are honoured.
 Credentials never logged, at any level: headers and bodies are not logged, and neither are
 SQL statements, their parameters or request URLs (``QUIET_LOGGERS``).

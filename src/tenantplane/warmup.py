@@ -3,7 +3,7 @@
 Each of these is otherwise done by whichever request (or reconciler look) comes first after
 a start, and a burst that arrives then queues behind it: on a two-core machine the first
 cluster create after a start took 270-400 ms against ~40 ms for the next ones
-(bench/RESULTS.md, round 9). uvicorn runs the lifespan's startup before it listens, so a
+(bench/history.md, round 9). uvicorn runs the lifespan's startup before it listens, so a
 replica is warm when it first answers.
 """
 

@@ -1,7 +1,7 @@
 """Statements compiled once by SQLAlchemy and executed by the driver itself (plain reads).
 
 SQLAlchemy's execution of a statement costs several times what the driver spends on it
-(bench/RESULTS.md): a connection object and its events per checkout, the compiled cache
+(bench/history.md): a connection object and its events per checkout, the compiled cache
 looked up, an execution context, a result wrapper. For the few statements that answer polls
 the plain reads (db/reads.py) skip that and keep what SQLAlchemy is good at: each statement
 is compiled once, by the engine's own dialect, into the SQL the driver sends; its bind values

@@ -1,7 +1,7 @@
 """Plain reads on PostgreSQL: psycopg's own pool, statements compiled once by SQLAlchemy.
 
 A plain read (db/reads.py) through SQLAlchemy's asyncio engine costs about three times the
-CPU of the same statement sent with psycopg directly (bench/RESULTS.md): each execute runs
+CPU of the same statement sent with psycopg directly (bench/history.md): each execute runs
 in a greenlet of its own, the pooled connection is checked out and returned through two
 more, and the result's description is rebuilt on every row set. For the handful of
 statements that answer polls, that adaptation was the larger part of a request.
@@ -161,7 +161,7 @@ class PostgresReads:
         """Wait for one of the pool's connections in a plain FIFO queue: under load (many
         more polls than connections) the pool's own queue of waiters, each with its timer
         and condition, cost more CPU per read than the read, and served them less evenly
-        (bench/RESULTS.md, round 4). Admitted, a read finds a connection free at once."""
+        (bench/history.md, round 4). Admitted, a read finds a connection free at once."""
         if not gate.locked():
             await gate.acquire()
             return

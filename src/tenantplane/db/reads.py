@@ -2,7 +2,7 @@
 
 A poll (a GET in a loop from a CLI, Terraform or a dashboard) is the request the service
 answers most. What it costs is mostly the hand-offs around its one statement, not the
-statement (bench/RESULTS.md): on SQLite each aiosqlite call is a hop to the connection's
+statement (bench/history.md): on SQLite each aiosqlite call is a hop to the connection's
 thread and back, on PostgreSQL a transaction is three round trips (BEGIN, the statement,
 ROLLBACK). So reads take the shortest path each backend allows:
 

@@ -5,7 +5,7 @@ as an executemany of N UPDATEs. On PostgreSQL the text of the first changes with
 both carry a parameter per value: psycopg parses such a statement's placeholders every
 time (it caches statements of at most 50 parameters) and never prepares it, and the
 executemany goes through its pipeline a row at a time. In the reconcilers' batches these
-writes were a third of the worker's CPU (bench/RESULTS.md, round 15). Here the rows go as
+writes were a third of the worker's CPU (bench/history.md, round 15). Here the rows go as
 one JSON parameter that PostgreSQL reads with ``json_to_recordset``: the statement's text
 depends on its columns only, so it is parsed once and prepared after a few uses.
 

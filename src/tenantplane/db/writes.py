@@ -5,7 +5,7 @@ is one INSERT that also takes the tenant's state lock and checks the state (``IN
 SELECT … WHERE <state> = 'active'``). In the request's session it costs four round trips
 (BEGIN, the state, the INSERT, COMMIT) and SQLAlchemy's asyncio adaptation of each; sent on
 its own it is one, and most of a create's CPU in the API process was that adaptation
-(bench/RESULTS.md, round 12).
+(bench/history.md, round 12).
 
 - PostgreSQL: autocommit connections of a small psycopg pool of their own (the plain reads'
   are read-only), the statement compiled once by SQLAlchemy (db/compiled.py): the statement

@@ -77,7 +77,7 @@ class EncodedDocuments:
         A document another listing is reading now is waited for, not read again: a burst
         of polls of a list nobody has read yet (after a start) would otherwise each read
         and encode all of it, 64 concurrent polls of 120 invoices taking ~1 s of CPU before
-        the first answer (bench/RESULTS.md, round 9)."""
+        the first answer (bench/history.md, round 9)."""
         keys = {row[0]: (kind, *row) for row in listed}
         kept = {row_id: self.get(key) for row_id, key in keys.items()}
         missing = [row_id for row_id, document in kept.items() if document is None]

@@ -4,7 +4,7 @@ event loop.
 limits' own asyncio memory storage hands an expiry pass to a thread on nearly every hit, and
 its synchronous one starts a timer thread every 10 ms under load: either way the event loop
 gives up the GIL to another thread hundreds of times a second, which on a busy server costs
-more than the whole check (bench/RESULTS.md, round 6). Here a moving window is a deque of
+more than the whole check (bench/history.md, round 6). Here a moving window is a deque of
 hit times per key, oldest first, trimmed when the key is used; keys left idle are dropped by
 a sweep run at most once per ``SWEEP_SECONDS``, on the loop, during a hit.
 """

@@ -150,7 +150,7 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
         # A look's lease, load and status write are one statement each whatever its rows,
         # and their cost is per statement: a look takes up to ``batch_size`` rows (at 16,
         # a worker kept up with 313 new secrets a second, at 64 with 500, for half the CPU
-        # per secret; bench/RESULTS.md). The calls to vault and the clusters stay at most
+        # per secret; bench/history.md). The calls to vault and the clusters stay at most
         # ``concurrency`` at once, as many as before.
         self.concurrency = batch_size
         self._calls = asyncio.Semaphore(concurrency)
