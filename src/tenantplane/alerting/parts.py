@@ -82,7 +82,7 @@ class Section:
 
     path: str
     name: str
-    key: str  # the document's section
+    section: str  # its key in the document
     show: Callable[[Any, bool], Any]  # (stored section, admin) → the response body
     put: Callable[[Any], Change]  # returns what the PUT answers
     model: type[BaseModel]
@@ -147,9 +147,9 @@ COLLECTIONS = (
         param="name",
         what="receiver",
         key=checked_name("receiver"),
-        items=lambda document, admin: [
-            _receiver("", receiver, admin) for receiver in document["receivers"]
-        ],
+        items=lambda document, admin: (
+            document["receivers"] if admin else list(map(redact_receiver, document["receivers"]))
+        ),
         find=named("receivers"),
         show=_receiver,
         put=service.upsert_receiver,
@@ -240,7 +240,7 @@ SECTIONS = (
     Section(
         path="route",
         name="root_route",
-        key="route",
+        section="route",
         show=lambda route, _admin: route,
         put=service.put_root_route,
         model=AlertingRoute,
@@ -250,7 +250,7 @@ SECTIONS = (
     Section(
         path="global",
         name="global",
-        key="global",
+        section="global",
         show=lambda glob, admin: glob if admin else redact_global(glob),
         put=service.put_global,
         model=AlertingGlobalConfig,

@@ -234,7 +234,7 @@ def _add_section(part: Section) -> None:
     ) -> dict[str, Any]:
         snapshot = await alerting.read(principal)
         set_etag(response, snapshot.version)
-        section: dict[str, Any] = part.show(snapshot.document[part.key], principal.is_admin)
+        section: dict[str, Any] = part.show(snapshot.document[part.section], principal.is_admin)
         return section
 
     async def put_section(
@@ -244,7 +244,7 @@ def _add_section(part: Section) -> None:
         response: Response,
         if_match: IfMatch = None,
     ) -> dict[str, Any]:
-        written = await alerting.write(principal, if_match, part.put(body), Focus(part.key))
+        written = await alerting.write(principal, if_match, part.put(body), Focus(part.section))
         set_etag(response, written.snapshot.version)
         section: dict[str, Any] = written.value
         return section
