@@ -68,10 +68,36 @@ secrets_start() { # etcd-url
 	await openbao curl -fs "http://127.0.0.1:$bao_port/v1/sys/health"
 }
 
-# Stops what secrets_start started (before the host cluster's processes stop).
+# One more stand-in tenant cluster: an API server as the first, with its certificates, admin
+# and service-account keys, storing under a prefix of its own, with further arguments.
+tenant_apiserver_start() { # name port arg...
+	local name=$1 port=$2 apiserver home=$dir/tenant-cluster
+	shift 2
+	[[ $name =~ ^[a-z0-9-]+$ ]] || die "a tenant API server's name is lower-case letters, digits and -"
+	apiserver=$(binary kubernetes kube-apiserver)
+	launch "tenant-apiserver-$name" "$apiserver" --etcd-servers "$(cat "$dir/etcd-url")" \
+		--etcd-prefix "/tenant-apiserver-$name" \
+		--bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$port" \
+		--tls-cert-file "$home/pki/apiserver.crt" --tls-private-key-file "$home/pki/apiserver.key" \
+		--cert-dir "$home/pki" --token-auth-file "$home/pki/tokens.csv" --authorization-mode RBAC \
+		--client-ca-file "$home/pki/ca.crt" \
+		--service-account-issuer "https://$name.testbed.invalid" \
+		--service-account-key-file "$home/pki/service-account.pub" \
+		--service-account-signing-key-file "$home/pki/service-account.key" \
+		--service-cluster-ip-range 10.98.0.0/16 --endpoint-reconciler-type none "$@"
+	await "tenant-apiserver-$name" tenant_api GET "https://127.0.0.1:$port/readyz"
+}
+
+# Stops what secrets_start and tenant_apiserver_start started (before the host cluster's
+# processes stop).
 secrets_stop() { # dir
-	local name pidfile pid deadline
-	for name in "${secrets_processes[@]}"; do
+	local name pidfile pid deadline extra=()
+	for pidfile in "$1"/run/tenant-apiserver-*.pid; do
+		[ -f "$pidfile" ] || continue
+		name=${pidfile##*/}
+		extra+=("${name%.pid}")
+	done
+	for name in "${extra[@]}" "${secrets_processes[@]}"; do
 		pidfile=$1/run/$name.pid
 		[ -f "$pidfile" ] || continue
 		pid=$(cat "$pidfile")

@@ -139,16 +139,16 @@ def oidc_provider() -> Iterator[MockProvider]:
         yield provider
 
 
+def accepting(provider: MockProvider) -> dict[str, str]:
+    """The settings of an app that accepts ``provider``'s id tokens."""
+    return {"oidc_issuer": provider.issuer, "oidc_audience": provider.audience}
+
+
 @pytest.fixture
 async def oidc_client(
     database: Database, database_url: str, tmp_path: Path, oidc_provider: MockProvider
 ) -> AsyncIterator[httpx.AsyncClient]:
     """The API accepting the mock provider's id tokens (members sign in with them)."""
-    settings = make_settings(
-        database_url,
-        tmp_path,
-        oidc_issuer=oidc_provider.issuer,
-        oidc_audience=oidc_provider.audience,
-    )
+    settings = make_settings(database_url, tmp_path, **accepting(oidc_provider))
     async with running_app(settings) as app, api_client(app) as http:
         yield http

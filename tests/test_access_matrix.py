@@ -29,7 +29,7 @@ from tenantplane.db.models import Base
 from tenantplane.http.access import Access
 from tenantplane.member.models import Role
 from tests.access import Operation, UndeclaredAccess, introspection_app, operations
-from tests.conftest import make_settings
+from tests.conftest import accepting, make_settings
 from tests.factories import Factory
 from tests.http_client import BASE_URL, api_client, bearer, running_app
 from tests.oidc_provider import MockProvider
@@ -111,8 +111,7 @@ async def matrix_client(
     settings = make_settings(
         database_url,
         tmp_path,
-        oidc_issuer=oidc_provider.issuer,
-        oidc_audience=oidc_provider.audience,
+        **accepting(oidc_provider),
         # Ten callers, four of them refused, per operation: no backoff in the way.
         auth_failure_threshold=1_000_000,
         # The snapshots compare every row: a reconciler's lease taken between them (the

@@ -299,8 +299,13 @@ class Settings(BaseSettings):
     @field_validator("cluster_token_webhook_url")
     @classmethod
     def _webhook_url(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("https://", "http://")):
-            raise ValueError("TENANTPLANE_CLUSTER_TOKEN_WEBHOOK_URL must be an http(s) URL")
+        # kube-apiserver reads a webhook kubeconfig's credentials only for a TLS server
+        # (client-go clientcmd): over http:// every review would arrive without one (401).
+        if value is not None and not value.startswith("https://"):
+            raise ValueError(
+                "TENANTPLANE_CLUSTER_TOKEN_WEBHOOK_URL must be an https:// URL: API servers "
+                "send their webhook credential over TLS only"
+            )
         return value.rstrip("/") if value else value
 
     @field_validator("database_url")

@@ -97,10 +97,12 @@ def served(
 
 
 @contextmanager
-def serving(env: Mapping[str, str], log: Path, **popen: Any) -> Iterator[str]:
-    """`tenantplane serve` with ``env`` on a free loopback port, its output in ``log``,
-    until the block ends; yields its base URL once it answers."""
-    port = free_port()
+def serving(
+    env: Mapping[str, str], log: Path, *, port: int | None = None, **popen: Any
+) -> Iterator[str]:
+    """`tenantplane serve` with ``env`` on loopback ``port`` (a free one by default), its
+    output in ``log``, until the block ends; yields its base URL once it answers."""
+    port = port or free_port()
     base_url = f"http://127.0.0.1:{port}"
     with log.open("wb") as output:
         process = subprocess.Popen(

@@ -378,7 +378,8 @@ async def test_api_server_throttling_errors_and_timeouts_fail_the_call_then_pass
     [
         ({"orchestrator": "kubernetes", "kubeconfig": "/nonexistent/kubeconfig"}, "not a file"),
         ({"orchestrator": "kubernetes"}, "CLUSTER_TOKEN_WEBHOOK_URL"),
-        ({"cluster_token_webhook_url": "tenantplane.example.com"}, "http"),
+        ({"cluster_token_webhook_url": "tenantplane.example.com"}, "https://"),
+        ({"cluster_token_webhook_url": "http://tenantplane.example.com"}, "over TLS only"),
         ({"cluster_token_webhook_ca_file": "/nonexistent/ca.pem"}, "not a file"),
         ({"sync_provider": "external-secrets", "vault_addr": "http://v"}, "ORCHESTRATOR"),
         (

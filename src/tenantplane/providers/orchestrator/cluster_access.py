@@ -6,7 +6,8 @@ groups the review answers are bound to Kubernetes' own roles inside the cluster.
   the cluster's review URL and the credential it presents there, kept in the host Secret
   ``<cluster>-token-webhook`` and mounted into the control plane.
 - The bindings ``tenantplane:admin`` → ``cluster-admin`` and ``tenantplane:readonly`` →
-  ``view``, which vCluster applies inside the virtual cluster
+  ``view`` and ``tenantplane:cluster-reader`` (namespaces, nodes, volumes, storage classes
+  and CRDs, which ``view`` does not cover), which vCluster applies inside the virtual cluster
   (``experimental.deploy.vcluster.manifests``).
 
 vCluster's own front (its syncer, on the service port) authenticates a bearer token by a
@@ -60,27 +61,54 @@ def api_server_args(webhook: TokenWebhook) -> list[str]:
     ]
 
 
-def role_bindings() -> list[dict[str, Any]]:
-    """The ClusterRoleBindings of the review's groups, inside the tenant's cluster."""
+# Kubernetes' ``view`` covers namespaced objects only: a readonly caller could not even list
+# the namespaces. This role adds reading the cluster-scoped objects a viewer needs.
+CLUSTER_READER = "tenantplane:cluster-reader"
+CLUSTER_READER_RULES = [
+    {
+        "apiGroups": [""],
+        "resources": ["namespaces", "nodes", "persistentvolumes"],
+        "verbs": ["get", "list", "watch"],
+    },
+    {
+        "apiGroups": ["storage.k8s.io"],
+        "resources": ["storageclasses"],
+        "verbs": ["get", "list", "watch"],
+    },
+    {
+        "apiGroups": ["apiextensions.k8s.io"],
+        "resources": ["customresourcedefinitions"],
+        "verbs": ["get", "list", "watch"],
+    },
+]
+_MANAGED = {"app.kubernetes.io/managed-by": "tenantplane"}
+
+
+def _binding(name: str, group: str, role: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": name, "labels": dict(_MANAGED)},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}],
+    }
+
+
+def access_manifests() -> list[dict[str, Any]]:
+    """Inside the tenant's cluster: the review's groups bound to Kubernetes' roles, and the
+    readonly group's reading of cluster-scoped objects."""
     return [
+        *(_binding(group, group, role) for group, role in ROLE_OF_GROUP.items()),
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {
-                "name": group,
-                "labels": {"app.kubernetes.io/managed-by": "tenantplane"},
-            },
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": role,
-            },
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}],
-        }
-        for group, role in ROLE_OF_GROUP.items()
+            "kind": "ClusterRole",
+            "metadata": {"name": CLUSTER_READER, "labels": dict(_MANAGED)},
+            "rules": CLUSTER_READER_RULES,
+        },
+        _binding(CLUSTER_READER, READONLY_GROUP, CLUSTER_READER),
     ]
 
 
-def role_bindings_manifests() -> str:
-    """``role_bindings`` as the YAML stream vCluster's ``manifests`` value takes."""
-    return yaml.safe_dump_all(role_bindings(), sort_keys=False)
+def access_manifests_yaml() -> str:
+    """``access_manifests`` as the YAML stream vCluster's ``manifests`` value takes."""
+    return yaml.safe_dump_all(access_manifests(), sort_keys=False)

@@ -160,7 +160,7 @@ def vcluster_values(spec: ClusterSpec, chart: ChartSettings) -> dict[str, Any]:
     if spec.token_webhook is not None:
         # The review's groups bound to Kubernetes' roles inside the cluster.
         platform["experimental"] = {
-            "deploy": {"vcluster": {"manifests": cluster_access.role_bindings_manifests()}}
+            "deploy": {"vcluster": {"manifests": cluster_access.access_manifests_yaml()}}
         }
     return deep_merge(chart.extra_values, platform)
 
