@@ -15,8 +15,9 @@ def heap_settled() -> Iterator[None]:
     stopped: 80-140 ms every few seconds under load, the slowest answers of a busy server
     (bench/history.md, round 10). Those objects live as long as the process; what requests
     and reconciler looks create is collected as before. Entered by what owns the process
-    (the server of `tenantplane serve`, `tenantplane worker`), not by the app, which tests
-    start by the hundred in one process; given back to the collector on the way out."""
+    (the server of `tenantplane serve`, the app factory of each of its processes with
+    `--workers`, `tenantplane worker`), not by the app, which tests start by the hundred in
+    one process; given back to the collector on the way out."""
     gc.freeze()
     try:
         yield

@@ -47,8 +47,6 @@ from tenantplane.server import serve_config
 
 log = structlog.get_logger(__name__)
 
-# How long every API process may take to start before the serve is announced anyway.
-START_PATIENCE_SECONDS = 120.0
 # A process busy with requests answers the supervisor's health check late on a loaded
 # machine; only one silent this long is taken for hung (replaced).
 HEALTH_CHECK_SECONDS = 30
@@ -103,7 +101,7 @@ def run_reconcilers(settings: Settings, parent: int) -> None:
 
 class ServeSupervisor(Multiprocess):
     """uvicorn's supervisor of the API processes, which also keeps the reconcilers process
-    (when ``settings.run_reconcilers``) and announces the serve once every API process
+    (when ``settings.run_reconcilers``) and logs `server started` once every API process
     serves."""
 
     def __init__(
@@ -114,6 +112,7 @@ class ServeSupervisor(Multiprocess):
         self.address = address
         self.reconcilers: SpawnProcess | None = None
         self._reconcilers_started = 0.0
+        self._announced = False
 
     def _start_reconcilers(self) -> None:
         spawn = multiprocessing.get_context("spawn")
@@ -129,20 +128,26 @@ class ServeSupervisor(Multiprocess):
         if self.settings.run_reconcilers:
             self._start_reconcilers()
         super().init_processes()
-        if all(
-            process.wait_until_ready(START_PATIENCE_SECONDS, self.should_exit)
-            for process in self.processes
-        ):
-            log.info(
-                "server started",
-                address=self.address,
-                workers=[process.pid for process in self.processes],
-                reconcilers=self.reconcilers.pid if self.reconcilers is not None else None,
-                **self.settings.summary(),
-            )
+
+    def _announce_once_ready(self) -> None:
+        if self._announced or self.should_exit.is_set():
+            return
+        if not all(process.is_ready(timeout=1) for process in self.processes):
+            return
+        self._announced = True
+        log.info(
+            "server started",
+            address=self.address,
+            workers=[process.pid for process in self.processes],
+            reconcilers=self.reconcilers.pid if self.reconcilers is not None else None,
+            **self.settings.summary(),
+        )
 
     def keep_subprocess_alive(self) -> None:
+        """uvicorn's (an API process that died or hangs is replaced), then the reconcilers
+        process's, and the start announced once every API process serves."""
         super().keep_subprocess_alive()
+        self._announce_once_ready()
         reconcilers = self.reconcilers
         if self.should_exit.is_set() or reconcilers is None or reconcilers.is_alive():
             return
