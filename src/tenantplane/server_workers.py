@@ -14,7 +14,8 @@ Every process writes its metrics to a directory of the serve, and the API proces
 answers /metrics reads them all (``tenantplane.metrics``). What each process keeps for
 itself: its API-key cache (a revoked key is refused by every process within
 TENANTPLANE_API_KEY_CACHE_SECONDS, at most 1 s, as by every replica) and, without Redis, its
-rate-limit counts (each process allows the whole budget: N times the limit).
+rate-limit and authentication-failure counts (each process allows the whole budget: N times
+the limit).
 """
 
 from __future__ import annotations
@@ -181,7 +182,8 @@ def serve_workers(
         log.warning(
             "rate limits are counted per process",
             workers=workers,
-            effect=f"each client may make {workers} times TENANTPLANE_RATE_LIMIT",
+            effect=f"each client may make {workers} times TENANTPLANE_RATE_LIMIT, and fail to "
+            f"authenticate {workers} times TENANTPLANE_AUTH_FAILURE_THRESHOLD before its backoff",
             remedy="set TENANTPLANE_REDIS_URL to share one budget",
         )
     api_settings = settings.model_copy(update={"run_reconcilers": False})
