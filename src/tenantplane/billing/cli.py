@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+import json
+import tempfile
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any, TypeVar
+from typing import IO, Annotated, Any, TypeVar
 
 import typer
 
 from tenantplane.alerting.reconciler import AlertingReconciler
 from tenantplane.billing import service
 from tenantplane.billing.context import BillingContext
-from tenantplane.billing.cycle import batches, billing_subjects, close_batch_periods
+from tenantplane.billing.cycle import close_batch_periods, next_batch
 from tenantplane.billing.models import Invoice
 from tenantplane.billing.pricing import PricingError
 from tenantplane.billing.reconciler import InvoiceReconciler
@@ -58,8 +60,23 @@ def parse_now(value: str | None) -> datetime | None:
 
 @dataclass
 class Outcome:
-    issued: list[dict[str, str]] = field(default_factory=list)
+    """What a command issued. The invoices' summaries wait in a temporary file, one JSON
+    line each, until the result is printed: a run over every tenant issues an invoice for
+    each, and its memory must not grow with them."""
+
+    spool: IO[str]
+    issued: int = 0
     charges_attempted: int = 0
+
+    def add(self, invoices: Iterable[Invoice]) -> None:
+        for invoice in invoices:
+            self.spool.write(json.dumps(_summary(invoice)) + "\n")
+            self.issued += 1
+
+    def summaries(self) -> Iterator[dict[str, str]]:
+        self.spool.seek(0)
+        for line in self.spool:
+            yield json.loads(line)
 
 
 def _summary(invoice: Invoice) -> dict[str, str]:
@@ -106,17 +123,24 @@ async def _submit_charges(database: Database, context: BillingContext) -> int:
 
 
 def _print(outcome: Outcome, as_json: bool, extra: dict[str, Any] | None = None) -> None:
-    document = {"issued": outcome.issued, "chargesAttempted": outcome.charges_attempted}
-    document.update(extra or {})
-    lines = [
-        f"issued {invoice['name']}: subtotal {invoice['subtotal']} {invoice['currency']}, "
-        f"credits {invoice['creditsApplied']}"
-        for invoice in outcome.issued
-    ]
-    lines.append(
-        f"{len(outcome.issued)} invoice(s) issued, {outcome.charges_attempted} charge(s) submitted"
+    """The result as `echo_result` prints it (JSON: ``{"issued": [...], "chargesAttempted":
+    n, **extra}``), written a summary at a time from the spool."""
+    summaries = outcome.summaries()
+    if as_json:
+        typer.echo('{"issued": [', nl=False)
+        for index, invoice in enumerate(summaries):
+            typer.echo((", " if index else "") + json.dumps(invoice), nl=False)
+        rest = {"chargesAttempted": outcome.charges_attempted, **(extra or {})}
+        typer.echo("], " + json.dumps(rest)[1:])
+        return
+    for invoice in summaries:
+        typer.echo(
+            f"issued {invoice['name']}: subtotal {invoice['subtotal']} {invoice['currency']}, "
+            f"credits {invoice['creditsApplied']}"
+        )
+    typer.echo(
+        f"{outcome.issued} invoice(s) issued, {outcome.charges_attempted} charge(s) submitted"
     )
-    echo_result(as_json, document, "\n".join(lines))
 
 
 @billing_app.command("run")
@@ -127,19 +151,23 @@ def billing_run(now: NowOption = None, as_json: JsonOption = False) -> None:
 
     async def work(database: Database, context: BillingContext) -> Outcome:
         instant = given or await database.clock.now()
-        outcome = Outcome()
-        async with database.transaction() as session:
-            subjects = await billing_subjects(session)
+        outcome = Outcome(spool)
         # A transaction per batch: what a run committed stays issued if it is stopped, and
         # the next run (idempotent) carries on from there.
-        for batch in batches(subjects):
+        after = 0
+        while True:
             async with database.transaction() as session:
-                issued = await close_batch_periods(session, context, batch, instant)
-                outcome.issued += [_summary(invoice) for invoice in issued]
+                batch = await next_batch(session, after)
+                if batch:
+                    outcome.add(await close_batch_periods(session, context, batch, instant))
+            if not batch:
+                break
+            after = batch[-1].id
         outcome.charges_attempted = await _submit_charges(database, context)
         return outcome
 
-    _print(_run(work), as_json)
+    with tempfile.TemporaryFile("w+") as spool:
+        _print(_run(work), as_json)
 
 
 @billing_app.command("link")
@@ -188,12 +216,12 @@ def tenant_cancel(name: str, now: NowOption = None, as_json: JsonOption = False)
 
     async def work(database: Database, context: BillingContext) -> tuple[Outcome, Cancellation]:
         instant = given or await database.clock.now()
-        outcome = Outcome()
+        outcome = Outcome(spool)
         async with database.transaction() as session:
             cancellation = await lifecycle.cancel(
                 session, name, instant, billing=context, alerting=alerting
             )
-            outcome.issued = [_summary(invoice) for invoice in cancellation.invoices]
+            outcome.add(cancellation.invoices)
         outcome.charges_attempted = await _submit_charges(database, context)
         if cancellation.alerting_withdrawn:
             # Committed: take the configuration off the backend now rather than wait for a
@@ -208,18 +236,19 @@ def tenant_cancel(name: str, now: NowOption = None, as_json: JsonOption = False)
         await alerting.aclose()
         return outcome, cancellation
 
-    outcome, cancellation = _run(work)
-    _print(
-        outcome,
-        as_json,
-        {
-            "final": cancellation.invoices[-1].name,
-            "state": cancellation.tenant.state.value,
-            "clustersDeleted": cancellation.clusters_deleted,
-            "secretsWithdrawn": cancellation.secrets_withdrawn,
-            "alertingWithdrawn": cancellation.alerting_withdrawn,
-        },
-    )
+    with tempfile.TemporaryFile("w+") as spool:
+        outcome, cancellation = _run(work)
+        _print(
+            outcome,
+            as_json,
+            {
+                "final": cancellation.invoices[-1].name,
+                "state": cancellation.tenant.state.value,
+                "clustersDeleted": cancellation.clusters_deleted,
+                "secretsWithdrawn": cancellation.secrets_withdrawn,
+                "alertingWithdrawn": cancellation.alerting_withdrawn,
+            },
+        )
     if not as_json:
         alerting_outcome = (
             "withdrawn" if cancellation.alerting_withdrawn else "not applied anywhere"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -231,14 +231,12 @@ class _Draft:
     values: dict[str, Any]
 
 
-async def billing_subjects(session: AsyncSession) -> list[BillingSubject]:
-    rows = await BillingRepository.from_session(session).billing_subjects()
+async def next_batch(session: AsyncSession, after: int) -> list[BillingSubject]:
+    """The next batch of tenants to bill: those of id above ``after`` (0: the first batch).
+    A run reads its tenants a batch at a time, so its memory does not grow with them."""
+    repository = BillingRepository.from_session(session)
+    rows = await repository.billing_subjects(after, BATCH_TENANTS)
     return [BillingSubject(row.id, row.name, str(row.plan), row.created_at) for row in rows]
-
-
-def batches(subjects: Sequence[BillingSubject]) -> Iterator[Sequence[BillingSubject]]:
-    for offset in range(0, len(subjects), BATCH_TENANTS):
-        yield subjects[offset : offset + BATCH_TENANTS]
 
 
 async def close_ended_periods(
@@ -246,8 +244,10 @@ async def close_ended_periods(
 ) -> list[Invoice]:
     """Close every period that has ended by ``now``, a batch of tenants at a time."""
     issued: list[Invoice] = []
-    for batch in batches(await billing_subjects(session)):
+    after = 0
+    while batch := await next_batch(session, after):
         issued += await close_batch_periods(session, context, batch, now)
+        after = batch[-1].id
     return issued
 
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import (
     ColumnElement,
     Row,
     Select,
+    Table,
     and_,
     bindparam,
     func,
@@ -214,13 +215,15 @@ class BillingRepository:
             return {}
         dialect = self.session.get_bind().dialect.name
         builder = pg_insert if dialect == "postgresql" else sqlite_insert
+        # One statement of the table (not the ORM entity) with the rows as parameters: it is
+        # compiled once and sent as multi-row INSERTs by SQLAlchemy's "insertmanyvalues".
+        # Rows in .values() made a statement, compiled anew, of every row's every column.
         statement = (
-            builder(Invoice)
-            .values(list(rows))
+            builder(cast(Table, Invoice.__table__))
             .on_conflict_do_nothing(index_elements=[Invoice.tenant_id, Invoice.period_start])
             .returning(Invoice.tenant_id, Invoice.id)
         )
-        result = await self.session.execute(statement)
+        result = await self.session.execute(statement, list(rows))
         return {tenant_id: invoice_id for tenant_id, invoice_id in result}
 
     async def insert_rows(self, model: Any, rows: Sequence[dict[str, Any]]) -> None:
@@ -296,10 +299,14 @@ class BillingRepository:
 
     # Tenants and their profiles and credit ---------------------------------------------
 
-    async def billing_subjects(self) -> Sequence[Row[int, str, Plan, datetime]]:
-        """(id, name, plan, created_at) of every tenant, in id order."""
+    async def billing_subjects(
+        self, after: int, limit: int
+    ) -> Sequence[Row[int, str, Plan, datetime]]:
+        """(id, name, plan, created_at) of the first ``limit`` tenants of id above ``after``,
+        in id order: a run over every tenant holds one page of them at a time."""
         statement = select(Tenant.id, Tenant.name, Tenant.plan, Tenant.created_at)
-        return (await self.session.execute(statement.order_by(Tenant.id))).all()
+        statement = statement.where(Tenant.id > after).order_by(Tenant.id).limit(limit)
+        return (await self.session.execute(statement)).all()
 
     async def tenant_by_name(self, name: str) -> Tenant | None:
         statement = select(Tenant).where(Tenant.name == name)
