@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import threading
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +24,7 @@ from sqlalchemy.engine import make_url
 from tenantplane.db.engine import Database
 from tenantplane.logging import configure_logging
 from tests.contract.server import (
+    START_DEADLINE_SECONDS,
     TENANTPLANE,
     free_port,
     server_env,
@@ -63,6 +65,14 @@ def send_garbage(port: int) -> bytes:
     return answer
 
 
+def until_logged(log: Path, text: str) -> None:
+    give_up = time.monotonic() + START_DEADLINE_SECONDS
+    while text not in log.read_text(errors="replace"):
+        if time.monotonic() > give_up:
+            pytest.fail(f"{text} not logged: {log.read_text(errors='replace')[-2000:]}")
+        time.sleep(0.05)  # polling a condition with a deadline
+
+
 def test_serve_logs_json_lines_from_start_to_shutdown(
     database: Database, database_url: str, tmp_path: Path
 ) -> None:
@@ -81,6 +91,9 @@ def test_serve_logs_json_lines_from_start_to_shutdown(
             wait_until_serving(base_url, process, stderr)
             assert httpx.get(f"{base_url}/healthz").status_code == 200
             assert send_garbage(port).startswith(b"HTTP/1.1 400")
+            # With several processes (PostgreSQL's default), the first may answer before
+            # the supervisor has seen them all serve and logged the start.
+            until_logged(stderr, '"server started"')
         finally:
             process.send_signal(signal.SIGTERM)
             process.wait(timeout=60)
