@@ -306,7 +306,26 @@ def test_the_default_is_one_process_on_sqlite_and_one_per_usable_core_on_postgre
     assert 1 <= usable_cores() <= len(os.sched_getaffinity(0))
 
 
-def test_no_process_is_refused_before_anything_is_done(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("cpu_max", "limit"),
+    [("50000 100000", 1), ("150000 100000", 2), ("max 100000", None), (None, None)],
+)
+def test_usable_cores_are_bounded_by_the_cgroups_cpu_limit(
+    tmp_path: Path, cpu_max: str | None, limit: int | None
+) -> None:
+    """A container limited to 1.5 CPUs gets 2 processes (at most its affinity); without a
+    limit, or without a cgroup v2 CPU controller, the affinity alone counts."""
+    (tmp_path / "proc" / "self").mkdir(parents=True)
+    (tmp_path / "proc" / "self" / "cgroup").write_text("0::/kubepods/pod-a/api\n")
+    if cpu_max is not None:
+        (tmp_path / "cgroup" / "kubepods" / "pod-a" / "api").mkdir(parents=True)
+        (tmp_path / "cgroup" / "kubepods" / "pod-a" / "api" / "cpu.max").write_text(cpu_max)
+    affinity = len(os.sched_getaffinity(0))
+    expected = affinity if limit is None else min(affinity, limit)
+    assert usable_cores(tmp_path / "proc", tmp_path / "cgroup") == expected
+
+
+def test_fewer_than_one_process_is_a_usage_error_before_anything_is_done(tmp_path: Path) -> None:
     done = subprocess.run(
         [TENANTPLANE, "serve", "--port", str(free_port()), "--workers", "0"],
         env=server_env(tmp_path),

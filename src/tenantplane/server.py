@@ -132,7 +132,7 @@ class LoggedServer(uvicorn.Server):
         return base_url(self.servers[0].sockets[0].getsockname())
 
 
-def usable_cores() -> int:
+def usable_cores(proc: Path = Path("/proc"), cgroups: Path = Path("/sys/fs/cgroup")) -> int:
     """The cores this process may run on: its CPU affinity, bounded by the CPU limit of its
     cgroup (a container's, which the affinity does not show: a pod limited to 2 CPUs on a
     64-core node would otherwise start 64 processes)."""
@@ -140,12 +140,10 @@ def usable_cores() -> int:
     try:
         cgroup = next(
             line[3:]
-            for line in Path("/proc/self/cgroup").read_text().splitlines()
+            for line in (proc / "self" / "cgroup").read_text().splitlines()
             if line.startswith("0::")
         )
-        quota, period = (
-            (Path("/sys/fs/cgroup") / cgroup.lstrip("/") / "cpu.max").read_text().split()
-        )
+        quota, period = (cgroups / cgroup.lstrip("/") / "cpu.max").read_text().split()
     except (OSError, StopIteration, ValueError):
         return cores  # no cgroup v2 CPU controller here
     if quota == "max":
