@@ -7,7 +7,7 @@ server's CPU per request (from /proc/PID/stat before and after) and the ratio to
 served by the same process in the same run. See bench/README.md.
 
     uv run python -m bench [--seconds 5] [--connections 64] [--backend sqlite|postgresql]
-                           [--only a,b,c,d,e,f,g,h] [--workers N]
+                           [--only abcdefghij] [--workers N]
 """
 
 from __future__ import annotations
@@ -34,13 +34,13 @@ import psycopg
 import yaml
 from sqlalchemy import Engine, func, select
 
-from bench import seed
+from bench import scale, seed
 from bench.load import Figures, run_wrk, settle
 from bench.server import Process, Server, cli
 from tenantplane.cluster.models import Cluster, ClusterHistory
 from tenantplane.providers.orchestrator.simulator_models import SimulatedCluster
 
-SCENARIOS = "abcdefgh"
+SCENARIOS = "abcdefghij"
 POSTGRES_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 SERVER_NOTE = "uvicorn"
 
@@ -304,6 +304,50 @@ def billing_run(backend: str, options: Options) -> None:
         )
 
 
+def invoices_at_scale(backend: str, options: Options) -> None:
+    """(i) the invoice list with 10,000, then 10 million invoices in the table (PostgreSQL)."""
+    if backend != "postgresql":
+        emit(options, f"\n(i) {backend}: not run (10 million rows: PostgreSQL only)")
+        return
+    with database(backend, options.workdir) as url:
+        env = environment(url, options.workdir)
+        cli(env, "migrate")
+        tenant = create_tenant(env, f"inv-{uuid.uuid4().hex[:6]}")
+        engine = seed.sync_engine(url)
+        emit(options, f"\n### {backend}: (i) the invoice list as the table grows\n")
+        emit(options, "\n".join(HEADER))
+        try:
+            scale.invoice_list(
+                engine,
+                env,
+                options,
+                tenant,
+                lambda line: emit(options, line),
+                lambda server: _driver(server, options),
+                row,
+            )
+        finally:
+            engine.dispose()
+
+
+def billing_memory(backend: str, options: Options) -> None:
+    """(j) `tenantplane billing run` for 10,000 and 100,000 tenants: time and peak RSS."""
+    if backend != "postgresql":
+        emit(options, f"\n(j) {backend}: not run (PostgreSQL only)")
+        return
+    for tenants in (10_000, 100_000):
+        with database(backend, options.workdir) as url:
+            env = environment(url, options.workdir)
+            cli(env, "migrate")
+            took, cpu, issued, peak = scale.billing_at_scale(url, env, tenants)
+        emit(
+            options,
+            f"\n(j) {backend}: billing run for {tenants:,} tenants: {took:.1f} s (its CPU "
+            f"{cpu:.1f} s), {issued} invoices issued, peak RSS {peak / 1024:.0f} MiB "
+            "(target < 120 s at 100,000; peak RSS not growing with the tenants)",
+        )
+
+
 def simultaneous_creations(backend: str, options: Options, count: int = 1000) -> None:
     """(h) ``count`` cluster creations at once (simulator step 0.2 s) until all are Running:
     once with the reconcilers in the API process, once with them in a `tenantplane worker`."""
@@ -491,6 +535,10 @@ def main() -> None:
                 billing_run(backend, options)
             if "h" in options.scenarios:
                 simultaneous_creations(backend, options)
+            if "i" in options.scenarios:
+                invoices_at_scale(backend, options)
+            if "j" in options.scenarios:
+                billing_memory(backend, options)
     finally:
         if arguments.output:
             arguments.output.write_text("\n".join(options.report) + "\n")
