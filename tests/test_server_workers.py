@@ -234,6 +234,34 @@ def test_a_key_revoked_through_one_process_is_refused_by_the_other_within_the_ca
     assert request(other, "GET", tenant, created["key"])[0] == 401
 
 
+def test_every_process_closes_a_connection_whose_request_head_never_completes(
+    served: Serve,
+) -> None:
+    """Each API process runs the protocol with the head deadline (uvicorn's own would wait
+    for the rest of the head as long as the client keeps the connection): closed after
+    TENANTPLANE_REQUEST_HEAD_TIMEOUT_SECONDS, 10 by default (a shorter one would close the
+    other tests' connections between their requests)."""
+    stalled: dict[int, socket.socket] = {}
+    for _ in range(300):
+        client = socket.create_connection(("127.0.0.1", served.port), timeout=60)
+        client.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        give_up = time.monotonic() + DEADLINE_SECONDS
+        while (pid := owner(served, client)) is None and time.monotonic() < give_up:
+            time.sleep(0.01)  # until a process has accepted the connection
+        assert pid is not None
+        if pid in stalled:
+            client.close()
+        else:
+            stalled[pid] = client
+        if len(stalled) == WORKERS:
+            break
+    assert sorted(stalled) == sorted(served.workers)
+    for client in stalled.values():
+        with client:
+            # Closed by the server without an answer; a hang would end in TimeoutError.
+            assert client.recv(65536) == b""
+
+
 def test_the_reconcilers_run_in_one_process_of_their_own(served: Serve) -> None:
     connection = HTTPConnection("127.0.0.1", served.port, timeout=30)
     name = f"c-{uuid.uuid4().hex[:8]}"
