@@ -16,8 +16,7 @@ are classified and answered exactly like any other database error (db/errors.py)
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import orjson
@@ -95,11 +94,17 @@ class PostgresReads:
         snapshot: bool = False,
     ) -> list[Sequence[ReadRow]]:
         prepared = [(self._prepared.of(statement), values) for statement, values in statements]
-        async with self._connection() as connection:
+        pool, gate, connection = await self._checkout()
+        try:
             if snapshot:
                 async with connection.transaction():
                     return [await self._rows(connection, *one) for one in prepared]
             return [await self._rows(connection, *one, single=single) for one in prepared]
+        finally:
+            try:
+                await pool.putconn(connection)
+            finally:
+                gate.release()
 
     async def _rows(
         self,
@@ -145,17 +150,26 @@ class PostgresReads:
                 dialect=self.dialect,
             ) from exc
 
-    @asynccontextmanager
-    async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+    async def _checkout(
+        self,
+    ) -> tuple[AsyncConnectionPool, asyncio.Semaphore, psycopg.AsyncConnection[Any]]:
+        """An admitted read's connection, returned by ``putconn`` and ``gate.release()``.
+
+        Not the pool's ``connection()`` context: on leaving, that commits, which on these
+        autocommit connections sends nothing but still takes the connection's lock and
+        drives a wait of its own (a tenth of a read's CPU with the context manager's own
+        frames, bench/history.md, round 18). ``putconn`` still rolls back whatever a
+        connection is returned in, and replaces a broken one."""
         pool, gate = await self._opened_pool()
         await self._admitted(gate)
         try:
-            async with pool.connection() as connection:
-                yield connection
+            return pool, gate, await pool.getconn()
         except PoolTimeout as exc:
-            raise self._timed_out() from exc
-        finally:
             gate.release()
+            raise self._timed_out() from exc
+        except BaseException:
+            gate.release()
+            raise
 
     async def _admitted(self, gate: asyncio.Semaphore) -> None:
         """Wait for one of the pool's connections in a plain FIFO queue: under load (many
