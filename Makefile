@@ -66,7 +66,7 @@ bench: install
 # a part of the suite proves the floors are high enough for the features the code uses.
 LOWEST_ENV ?= .venv-lowest
 LOWEST_TESTS ?= tests/http tests/test_server.py tests/apikey tests/test_cli.py tests/cluster/test_create.py \
-	tests/providers/orchestrator/test_kubernetes.py tests/clients/test_sdk.py
+	tests/providers/orchestrator/test_kubernetes.py tests/clients/test_sdk.py tests/test_server_workers.py
 test-lowest: uv test-deps
 	$(UV) pip compile --quiet pyproject.toml --group dev --resolution lowest-direct -o $(LOWEST_ENV).txt
 	$(UV) venv --quiet --allow-existing $(LOWEST_ENV)
