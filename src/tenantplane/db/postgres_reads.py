@@ -16,7 +16,8 @@ are classified and answered exactly like any other database error (db/errors.py)
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 import orjson
@@ -94,17 +95,11 @@ class PostgresReads:
         snapshot: bool = False,
     ) -> list[Sequence[ReadRow]]:
         prepared = [(self._prepared.of(statement), values) for statement, values in statements]
-        pool, gate, connection = await self._checkout()
-        try:
+        async with self._connection() as connection:
             if snapshot:
                 async with connection.transaction():
                     return [await self._rows(connection, *one) for one in prepared]
             return [await self._rows(connection, *one, single=single) for one in prepared]
-        finally:
-            try:
-                await pool.putconn(connection)
-            finally:
-                gate.release()
 
     async def _rows(
         self,
@@ -150,26 +145,17 @@ class PostgresReads:
                 dialect=self.dialect,
             ) from exc
 
-    async def _checkout(
-        self,
-    ) -> tuple[AsyncConnectionPool, asyncio.Semaphore, psycopg.AsyncConnection[Any]]:
-        """An admitted read's connection, returned by ``putconn`` and ``gate.release()``.
-
-        Not the pool's ``connection()`` context: on leaving, that commits, which on these
-        autocommit connections sends nothing but still takes the connection's lock and
-        drives a wait of its own (a tenth of a read's CPU with the context manager's own
-        frames, bench/history.md, round 18). ``putconn`` still rolls back whatever a
-        connection is returned in, and replaces a broken one."""
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
         pool, gate = await self._opened_pool()
         await self._admitted(gate)
         try:
-            return pool, gate, await pool.getconn()
+            async with pool.connection() as connection:
+                yield connection
         except PoolTimeout as exc:
-            gate.release()
             raise self._timed_out() from exc
-        except BaseException:
+        finally:
             gate.release()
-            raise
 
     async def _admitted(self, gate: asyncio.Semaphore) -> None:
         """Wait for one of the pool's connections in a plain FIFO queue: under load (many
