@@ -158,9 +158,11 @@ async def test_connections_ended_by_the_server_are_replaced(
     postgres: Deployment, read: str
 ) -> None:
     """A PostgreSQL restart ends every pooled connection. Without a ping on each checkout,
-    the first request to use a dead connection may fail (503, retryable); the pool is then
-    replaced and the requests after it are served. Both pools: the request sessions' and
-    the plain reads' (a polled cluster GET)."""
+    the first request to use a dead connection of a pool may fail (503, retryable); that
+    pool is then replaced and the requests after it are served. Both pools: the request
+    sessions' and the plain reads' (a polled cluster GET). A session request uses both once
+    its API key's cache entry (half a second) has lapsed: the key is looked up by a plain
+    read, so it may meet one dead connection of each pool, on two requests."""
     tenant = await postgres.factory.tenant()
     await postgres.factory.cluster_row(tenant.id, "prod")
     path = f"{tenant.path}/secrets" if read == "session" else f"{tenant.path}/clusters/prod"
@@ -175,10 +177,11 @@ async def test_connections_ended_by_the_server_are_replaced(
         row = await ended.fetchone()
         assert row is not None
         assert row[0] >= 1
-    first = await postgres.client.get(path, headers=headers)
-    assert first.status_code in (200, 503), first.text
-    if first.status_code == 503:
-        assert first.json()["code"] == "DATABASE_UNAVAILABLE"
+    for _ in range(2 if read == "session" else 1):
+        first = await postgres.client.get(path, headers=headers)
+        assert first.status_code in (200, 503), first.text
+        if first.status_code == 503:
+            assert first.json()["code"] == "DATABASE_UNAVAILABLE"
     after = [(await postgres.client.get(path, headers=headers)).status_code for _ in range(4)]
     assert after == [200] * 4
 
