@@ -47,7 +47,7 @@ def test_a_usable_profile_still_works(tpctl: Run, tenant: Tenant) -> None:
 
 def test_token_refuses_a_credential_a_header_cannot_carry(tpctl: Run) -> None:
     """kubectl would send what `tpctl token` prints: a cut key is refused there too."""
-    refused = tpctl("token", env={"TPCTL_API_KEY": "svc_abc…"})
+    refused = tpctl("token", "--cluster", "web", env={"TPCTL_API_KEY": "svc_abc…"})
     assert refused.returncode == 3, refused.stdout
     assert refused.stdout == ""
     assert refused.stderr.startswith("Configuration: the API key or token holds characters")
