@@ -11,7 +11,6 @@ it is recorded Running, and removed first when it is deleted.
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -26,7 +25,7 @@ from tenantplane.catalogue.versions import VersionCatalogue, load_versions
 from tenantplane.cluster.models import Cluster, ClusterEvent, ClusterHistory, ClusterPhase
 from tenantplane.cluster.repository import ClusterRepository
 from tenantplane.cluster.status import observed_status
-from tenantplane.cluster.tokens import token_webhook
+from tenantplane.cluster.tokens import token_webhooks
 from tenantplane.providers.orchestrator import (
     BatchOrchestrator,
     ClusterSpec,
@@ -76,7 +75,7 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
         lease_seconds: float = 30.0,
         retry_seconds: float = 5.0,
         cluster_auth: ClusterAuth | None = None,
-        token_webhook: Callable[[str], TokenWebhook | None] | None = None,
+        token_webhook: Callable[[str], TokenWebhook] | None = None,
     ) -> None:
         self.orchestrator = orchestrator
         self.token_webhook = token_webhook
@@ -357,7 +356,7 @@ def build_cluster_reconciler(context: ReconcileContext) -> Reconciler[Any, Any] 
         lease_seconds=settings.reconcile_lease_seconds,
         retry_seconds=settings.cluster_retry_seconds,
         cluster_auth=build_auth(context),
-        token_webhook=functools.partial(token_webhook, settings, settings.keyring()),
+        token_webhook=token_webhooks(settings),
     )
 
 

@@ -24,6 +24,7 @@ import hashlib
 import hmac
 import json
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -148,18 +149,24 @@ def is_webhook_credential(keys: KeyRing, cluster_uid: str, presented: str) -> bo
     )
 
 
-def token_webhook(settings: Settings, keys: KeyRing, cluster_uid: str) -> TokenWebhook | None:
-    """What cluster ``cluster_uid``'s API server is configured with to review tokens here
-    (None when this deployment sets no webhook URL)."""
-    if not settings.cluster_token_webhook_url:
+def token_webhooks(settings: Settings) -> Callable[[str], TokenWebhook] | None:
+    """What each cluster's API server is configured with to review tokens here, by cluster
+    uid (None when this deployment sets no webhook URL). The CA file and the key ring are
+    read once, not at every look at a cluster."""
+    base = settings.cluster_token_webhook_url
+    if not base:
         return None
+    keys = settings.keyring()
     authority = ""
     if settings.cluster_token_webhook_ca_file is not None:
         authority = base64.b64encode(settings.cluster_token_webhook_ca_file.read_bytes()).decode()
-    path = REVIEW_PATH.format(uid=cluster_uid)
-    return TokenWebhook(
-        url=f"{settings.cluster_token_webhook_url}{API_PREFIX}{path}",
-        credential=webhook_credential(keys, cluster_uid),
-        certificate_authority=authority,
-        cache_ttl=settings.cluster_token_webhook_cache_ttl,
-    )
+
+    def of(cluster_uid: str) -> TokenWebhook:
+        return TokenWebhook(
+            url=f"{base}{API_PREFIX}{REVIEW_PATH.format(uid=cluster_uid)}",
+            credential=webhook_credential(keys, cluster_uid),
+            certificate_authority=authority,
+            cache_ttl=settings.cluster_token_webhook_cache_ttl,
+        )
+
+    return of
