@@ -32,6 +32,7 @@ from sqlalchemy.pool import AsyncAdaptedQueuePool
 
 from tenantplane.db import write_gate
 from tenantplane.db.clock import CLOCK, DatabaseClock
+from tenantplane.db.lost_connections import ServerLoss
 from tenantplane.db.postgres_reads import PostgresReads
 from tenantplane.db.reads import EngineReads, Reads
 from tenantplane.db.sqlite_reads import sqlite_reads
@@ -234,10 +235,13 @@ class Database:
     owns_reads: bool = True
     # Sessions whose transactions go first at SQLite's write gate (``transaction(first=)``).
     _first: async_sessionmaker[AsyncSession] = field(init=False, repr=False)
+    # PostgreSQL: when the server last ended this process's connections (a restart).
+    _server_loss: ServerLoss | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         first = self.engine.execution_options(**{WRITES_FIRST: True})
         self._first = async_sessionmaker(first, expire_on_commit=False, info={CLOCK: self.clock})
+        self._server_loss = None if self.is_sqlite else ServerLoss(self.engine)
 
     @classmethod
     def connect(cls, url: str, options: DatabaseOptions | None = None) -> Database:
@@ -318,6 +322,15 @@ class Database:
             return
         async with self.autocommit() as session:
             yield session
+
+    async def connections_lost(self) -> None:
+        """A statement failed on a connection the server had ended (a restart, a failover):
+        it ended the others too. Every pool of this Database drops its dead connections
+        now, so one request learns of it rather than one per pool (db/lost_connections.py)."""
+        if self._server_loss is None or not self._server_loss.noticed():
+            return
+        await self.reads.drop_ended_connections()
+        await self.writes.drop_ended_connections()
 
     async def dispose(self) -> None:
         if self.owns_reads:

@@ -87,6 +87,14 @@ class PostgresReads:
         if pool is not None:
             await pool.close()
 
+    async def drop_ended_connections(self) -> None:
+        """Check each idle connection now (a round trip each) and replace those the server
+        ended; connections in use are replaced as they come back broken."""
+        if self._pool is None or self._loop is not asyncio.get_running_loop():
+            return  # none opened (in this event loop): none to check
+        pool, _ = await self._opened_pool()
+        await pool.check()
+
     async def _run(
         self,
         statements: list[tuple[Executable, Parameters]],
@@ -130,11 +138,8 @@ class PostgresReads:
                 return [] if found is None else [make(found)]
             return [make(row) for row in await cursor.fetchall()]
         except psycopg.Error as exc:
-            if connection.broken:
-                # The server ended the connection (a restart): check the idle ones now, so
-                # one request, not one per pooled connection, learns of it.
-                pool, _ = await self._opened_pool()
-                await pool.check()
+            # A connection the server ended is ``broken``: the caller tells every pool of
+            # the process (Database.connections_lost, db/lost_connections.py).
             raise DBAPIError.instance(
                 prepared.sql,
                 dict(values),

@@ -68,6 +68,9 @@ class Reads(Protocol):
     async def dispose(self) -> None:
         """Close the pooled connections."""
 
+    async def drop_ended_connections(self) -> None:
+        """Close the idle connections the server has ended (db/lost_connections.py)."""
+
 
 class EngineReads:
     """Reads through an engine's own connections: an in-memory SQLite database, which exists
@@ -90,6 +93,9 @@ class EngineReads:
 
     async def dispose(self) -> None:
         await self.engine.dispose()
+
+    async def drop_ended_connections(self) -> None:
+        """In-memory SQLite: no server to end them."""
 
 
 def sqlite_read_url(async_url: str) -> str:

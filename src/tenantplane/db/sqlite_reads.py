@@ -66,6 +66,9 @@ class SqliteReads:
         finally:
             self._control(connection, "COMMIT")
 
+    async def drop_ended_connections(self) -> None:
+        """SQLite: no server to end them."""
+
     async def dispose(self) -> None:
         with self._lock:
             opened, self._opened = self._opened, []

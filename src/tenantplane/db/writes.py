@@ -42,6 +42,9 @@ class Writes(Protocol):
     async def dispose(self) -> None:
         """Close the pooled connections."""
 
+    async def drop_ended_connections(self) -> None:
+        """Close the idle connections the server has ended (db/lost_connections.py)."""
+
 
 class PostgresWrites:
     """One-statement writes over psycopg's pool of autocommit connections (see the module)."""
@@ -62,6 +65,9 @@ class PostgresWrites:
     async def dispose(self) -> None:
         await self._pool.dispose()
 
+    async def drop_ended_connections(self) -> None:
+        await self._pool.drop_ended_connections()
+
 
 class EngineWrites:
     """One-statement writes through an engine: SQLite, where a transaction costs no round
@@ -78,3 +84,6 @@ class EngineWrites:
 
     async def dispose(self) -> None:
         """The engine is the database's own: disposed with it."""
+
+    async def drop_ended_connections(self) -> None:
+        """SQLite: no server to end them."""

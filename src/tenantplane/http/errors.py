@@ -15,6 +15,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import compile_path
 
+from tenantplane.db.engine import Database
 from tenantplane.db.errors import DatabaseTrouble, classify
 from tenantplane.http.asgi import RATE_LIMIT_HEADERS
 from tenantplane.http.request_id import REQUEST_ID_HEADER, request_id_of
@@ -265,6 +266,9 @@ def install_error_handlers(app: FastAPI) -> None:
             raise exc  # a real failure: the 500 handler below answers and logs it
         # Transient: the request's transaction was rolled back; a retry may well succeed.
         log.warning(f"database {trouble.value}", error=str(exc).splitlines()[0])
+        database: Database | None = getattr(request.app.state, "database", None)
+        if isinstance(exc, DBAPIError) and exc.connection_invalidated and database is not None:
+            await database.connections_lost()
         return database_error(trouble).response()
 
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
