@@ -3,11 +3,11 @@
 Each use of the secret key gets its own key, derived with HKDF-SHA256 under a label of its
 own (``Purpose``), so that no two mechanisms ever share key material: the keyed hash of API
 keys, the encryption of stored credentials, that of responses kept for Idempotency-Key
-replays, the signature of cluster access tokens and each cluster's credential towards the
-token webhook. Rows that depend on a key record which derivation made them (``key_derivation``):
-``hkdf-sha256:<id>``, where the id names the secret key it came from (a fingerprint, derived
-under a label of its own too), or ``legacy`` for rows made before keys were derived (the
-secret key itself keyed the API-key hash).
+replays, the signature of cluster access tokens, each cluster's credential towards the
+token webhook, and that of lists' continue tokens. Rows that depend on a key record which
+derivation made them (``key_derivation``): ``hkdf-sha256:<id>``, where the id names the
+secret key it came from (a fingerprint, derived under a label of its own too), or ``legacy``
+for rows made before keys were derived (the secret key itself keyed the API-key hash).
 
 Rotation (docs/security.md): the new secret key becomes TENANTPLANE_SECRET_KEY and the old
 one is listed in TENANTPLANE_SECRET_KEY_FALLBACKS; rows made under any key of the ring stay
@@ -17,8 +17,14 @@ readable, API-key hashes are re-made with the current key when their key is next
 
 from __future__ import annotations
 
+import base64
+import binascii
 import enum
+import hashlib
+import hmac
+import json
 from collections.abc import Iterable
+from typing import Any
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
@@ -36,6 +42,7 @@ class Purpose(enum.Enum):
     idempotent_responses = b"tenantplane/v1/idempotent-responses"
     cluster_tokens = b"tenantplane/v1/cluster-tokens"
     token_webhook = b"tenantplane/v1/token-webhook"
+    list_continue = b"tenantplane/v1/list-continue"
 
 
 def _hkdf(secret: bytes, info: bytes) -> bytes:
@@ -71,3 +78,47 @@ class KeyRing:
     def find(self, derivation: str) -> RootKey | None:
         """The key a row's ``key_derivation`` names, if it is in the ring."""
         return next((root for root in self.all if root.derivation == derivation), None)
+
+
+def b64(data: bytes) -> str:
+    """URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def mac(key: bytes, message: str) -> bytes:
+    return hmac.new(key, message.encode(), hashlib.sha256).digest()
+
+
+class BrokenSeal(ValueError):
+    """Not something this service sealed: ``reason`` says why (never a secret)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def seal(keys: KeyRing, purpose: Purpose, payload: Any) -> str:
+    """``payload`` (JSON) readable by anyone and signed: ``<body>.<signature>``, both base64."""
+    body = b64(json.dumps(payload, separators=(",", ":")).encode())
+    return f"{body}.{b64(mac(keys.current.key(purpose), body))}"
+
+
+def unseal(keys: KeyRing, purpose: Purpose, sealed: str) -> Any:
+    """The payload of what ``seal`` made under ``purpose`` with any key of the ring; its
+    content is the caller's to check. ``BrokenSeal`` otherwise."""
+    body, _, signature = sealed.partition(".")
+    try:
+        presented = unb64(signature)
+    except (binascii.Error, ValueError):
+        raise BrokenSeal("malformed") from None
+    if not any(hmac.compare_digest(presented, mac(root.key(purpose), body)) for root in keys.all):
+        raise BrokenSeal("invalid signature")
+    # Signed by us: what follows cannot fail but for a bug, and is checked all the same.
+    try:
+        return json.loads(unb64(body))
+    except (binascii.Error, ValueError):
+        raise BrokenSeal("malformed") from None

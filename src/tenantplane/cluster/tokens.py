@@ -18,11 +18,8 @@ cut clusters off while the old key is among the fallbacks.
 from __future__ import annotations
 
 import base64
-import binascii
 import enum
-import hashlib
 import hmac
-import json
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,7 +27,7 @@ from datetime import UTC, datetime, timedelta
 
 from tenantplane.config import Settings
 from tenantplane.http.openapi import API_PREFIX
-from tenantplane.keys import KeyRing, Purpose, RootKey
+from tenantplane.keys import BrokenSeal, KeyRing, Purpose, RootKey, b64, mac, seal, unseal
 from tenantplane.providers.orchestrator import TokenWebhook
 
 # The token webhook's path under the API prefix (cluster/review_routes.py serves it).
@@ -42,6 +39,8 @@ WEBHOOK_CREDENTIAL_PREFIX = "tpw_"
 # before it is decoded.
 MAX_TOKEN_LENGTH = 1024
 _NONCE_BYTES = 16
+# What a review says of a token whose seal is broken (keys.BrokenSeal's reasons).
+_SEAL_REASONS = {"malformed": "malformed token", "invalid signature": "invalid token signature"}
 
 
 class Subject(enum.StrEnum):
@@ -66,31 +65,17 @@ class InvalidToken(Exception):
     """Not a token of ours: the review's reason (said to the cluster, never a secret)."""
 
 
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
-def _mac(key: bytes, message: str) -> bytes:
-    return hmac.new(key, message.encode(), hashlib.sha256).digest()
-
-
 def mint(keys: KeyRing, claims: TokenClaims) -> str:
     payload = {
         "c": claims.cluster_uid,
         "s": claims.subject.value,
         "i": claims.subject_id,
         "e": int(claims.expires_at.timestamp()),
-        "n": _b64(secrets.token_bytes(_NONCE_BYTES)),
+        "n": b64(secrets.token_bytes(_NONCE_BYTES)),
     }
     if claims.member_since:
         payload["t"] = claims.member_since
-    body = _b64(json.dumps(payload, separators=(",", ":")).encode())
-    signature = _mac(keys.current.key(Purpose.cluster_tokens), body)
-    return f"{TOKEN_PREFIX}{body}.{_b64(signature)}"
+    return TOKEN_PREFIX + seal(keys, Purpose.cluster_tokens, payload)
 
 
 def verify(keys: KeyRing, token: str) -> TokenClaims:
@@ -100,19 +85,12 @@ def verify(keys: KeyRing, token: str) -> TokenClaims:
         raise InvalidToken("token too long")
     if not token.startswith(TOKEN_PREFIX):
         raise InvalidToken("not a tenantplane cluster token")
-    body, _, signature = token.removeprefix(TOKEN_PREFIX).partition(".")
     try:
-        presented = _unb64(signature)
-    except (binascii.Error, ValueError):
-        raise InvalidToken("malformed token") from None
-    if not any(
-        hmac.compare_digest(presented, _mac(root.key(Purpose.cluster_tokens), body))
-        for root in keys.all
-    ):
-        raise InvalidToken("invalid token signature")
+        payload = unseal(keys, Purpose.cluster_tokens, token.removeprefix(TOKEN_PREFIX))
+    except BrokenSeal as broken:
+        raise InvalidToken(_SEAL_REASONS[broken.reason]) from None
     # Signed by us: what follows cannot fail but for a bug, and is checked all the same.
     try:
-        payload = json.loads(_unb64(body))
         return TokenClaims(
             cluster_uid=str(payload["c"]),
             subject=Subject(payload["s"]),
@@ -120,12 +98,12 @@ def verify(keys: KeyRing, token: str) -> TokenClaims:
             expires_at=datetime.fromtimestamp(int(payload["e"]), UTC),
             member_since=int(payload.get("t", 0)),
         )
-    except (binascii.Error, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):
         raise InvalidToken("malformed token") from None
 
 
 def _credential(root: RootKey, cluster_uid: str) -> str:
-    return WEBHOOK_CREDENTIAL_PREFIX + _b64(_mac(root.key(Purpose.token_webhook), cluster_uid))
+    return WEBHOOK_CREDENTIAL_PREFIX + b64(mac(root.key(Purpose.token_webhook), cluster_uid))
 
 
 def microseconds(instant: datetime) -> int:
