@@ -101,3 +101,6 @@ go-client:
 	cd clients/go && GOMODCACHE=$(TESTBED_CACHE)/go/mod GOCACHE=$(TESTBED_CACHE)/go/build GOFLAGS=-mod=readonly \
 		$(TESTBED_CACHE)/oapi-codegen-$(OAPI_CODEGEN_VERSION)/bin/oapi-codegen \
 		-config oapi-codegen.yaml -o $(abspath $(GO_CLIENT_OUTPUT)) ../../docs/openapi.json
+	# The generated option that sets the client's Doer takes the name of the package's own
+	# WithHTTPClient(*http.Client) (client.go), and the generator has no setting to rename it.
+	sed -i 's/\bWithHTTPClient\b/WithRequestDoer/g' $(GO_CLIENT_OUTPUT)
