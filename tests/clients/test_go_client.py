@@ -4,6 +4,8 @@ generated code against docs/openapi.json. Needs Go (make test-terraform)."""
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -16,6 +18,8 @@ pytestmark = pytest.mark.terraform
 ROOT = Path(__file__).resolve().parents[2]
 MODULE = ROOT / "clients" / "go"
 GENERATED = MODULE / "api.gen.go"
+MODULE_PATH = "github.com/tenantplane/tenantplane/clients/go"
+FENCED_GO = re.compile(r"^```go\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 # Go's caches are the test bed's (scripts/testbed), never in the tree.
 CACHE = Path(os.environ.get("TENANTPLANE_TESTBED_CACHE", "/var/cache/tenantplane-testbed"))
 
@@ -30,10 +34,12 @@ def go_environment(**extra: str) -> dict[str, str]:
     }
 
 
-def go(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def go(
+    *args: str, env: dict[str, str] | None = None, cwd: Path = MODULE
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["nice", "-n", "10", "go", *args],
-        cwd=MODULE,
+        cwd=cwd,
         env=env or go_environment(),
         capture_output=True,
         text=True,
@@ -69,6 +75,35 @@ def test_a_cluster_life_against_a_real_server(tenant: Tenant) -> None:
     )
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "--- PASS: TestIntegrationClusterLifecycle" in ran.stdout
+
+
+def test_the_example_in_docs_clients_md_runs(tenant: Tenant, tmp_path: Path) -> None:
+    """The Go program in docs/clients.md, built as a module of its own that requires the
+    client (replaced by this checkout's), runs as written against a real server."""
+    (example,) = FENCED_GO.findall((ROOT / "docs" / "clients.md").read_text())
+    (tmp_path / "main.go").write_text(example)
+    (tmp_path / "go.mod").write_text(
+        f"module example.test/clients-doc\n\ngo 1.26\n\n"
+        f"require {MODULE_PATH} v0.0.0\n\nreplace {MODULE_PATH} => {MODULE}\n"
+    )
+    shutil.copy(MODULE / "go.sum", tmp_path / "go.sum")
+    # Its requirements completed from the module cache the client's own build filled.
+    tidied = go("mod", "tidy", cwd=tmp_path, env=go_environment(GOFLAGS="-mod=mod", GOPROXY="off"))
+    assert tidied.returncode == 0, tidied.stderr
+    ran = go(
+        "run",
+        ".",
+        cwd=tmp_path,
+        env=go_environment(
+            TENANTPLANE_URL=tenant.url,
+            TENANTPLANE_TENANT=tenant.name,
+            TENANTPLANE_API_KEY=tenant.key,
+        ),
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    lines = ran.stdout.splitlines()
+    assert lines[-1] == "no cluster web"
+    assert sum(line.endswith("default: true") for line in lines) == 1
 
 
 def test_the_generated_code_is_current(tmp_path: Path) -> None:
