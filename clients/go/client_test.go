@@ -35,7 +35,7 @@ func TestAUserAgentOfTheCallersOwn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := client.ListPlansWithResponse(t.Context()); err != nil {
+	if _, err := client.GetPlanWithResponse(t.Context(), "starter"); err != nil {
 		t.Fatal(err)
 	}
 	if got := api.seen()[0].userAgent; got != "terraform-provider-tenantplane/1.0" {

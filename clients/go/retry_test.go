@@ -129,7 +129,7 @@ func equalWaits(t *testing.T, got []time.Duration, want ...time.Duration) {
 
 func TestADroppedConnectionIsRetriedWithBackoff(t *testing.T) {
 	api, waits, client := start(t, 0.5, dropped, status(200))
-	answer, err := client.ListVersionsWithResponse(t.Context())
+	answer, err := client.GetPlanWithResponse(t.Context(), "starter")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestADroppedConnectionIsRetriedWithBackoff(t *testing.T) {
 
 func TestA503IsRetriedThenTheAnswerIsTheSecond(t *testing.T) {
 	api, waits, client := start(t, 0.25, status(503), status(200))
-	answer, err := client.ListPlansWithResponse(t.Context())
+	answer, err := client.GetPlanWithResponse(t.Context(), "starter")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestA503IsRetriedThenTheAnswerIsTheSecond(t *testing.T) {
 func TestA429WaitsRetryAfterCappedAtTheMaximum(t *testing.T) {
 	_, waits, client := start(t, 0.5,
 		status(429, "Retry-After", "7"), status(429, "Retry-After", "120"), status(429), status(200))
-	answer, err := client.ListVersionsWithResponse(t.Context())
+	answer, err := client.GetPlanWithResponse(t.Context(), "starter")
 	if err != nil || answer.StatusCode() != 200 {
 		t.Fatalf("%v %v", answer, err)
 	}
@@ -164,7 +164,7 @@ func TestA429WaitsRetryAfterCappedAtTheMaximum(t *testing.T) {
 
 func TestFiveAttemptsAtMostWithDoublingCeilings(t *testing.T) {
 	api, waits, client := start(t, 1, status(500))
-	answer, err := client.ListVersionsWithResponse(t.Context())
+	answer, err := client.GetPlanWithResponse(t.Context(), "starter")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +321,7 @@ func TestCancellingTheContextStopsTheBackoffAtOnce(t *testing.T) {
 		<-waiting
 		cancel()
 	}()
-	_, err = client.ListVersionsWithResponse(ctx)
+	_, err = client.GetPlanWithResponse(ctx, "starter")
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("error %v, want context.Canceled", err)
 	}
@@ -332,7 +332,7 @@ func TestCancellingTheContextStopsTheBackoffAtOnce(t *testing.T) {
 
 func TestTheClientsHeaders(t *testing.T) {
 	api, _, client := start(t, 0, status(200))
-	if _, err := client.ListVersionsWithResponse(t.Context()); err != nil {
+	if _, err := client.GetPlanWithResponse(t.Context(), "starter"); err != nil {
 		t.Fatal(err)
 	}
 	request := api.seen()[0]
