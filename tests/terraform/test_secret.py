@@ -1,0 +1,224 @@
+"""tenantplane_secret through OpenTofu against a real server: apply, a plan with nothing to
+do, import into an empty state, a change, destroy; and what happens behind Terraform's back
+(a deleted secret, a changed one, a refused credential)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.terraform.conftest import Tenant, Tofu
+
+pytestmark = pytest.mark.terraform
+
+SMALL = {"cpu": "1", "memory": "1Gi", "storage": "1Gi"}
+# The simulator's steps are 50 ms (tests.contract.server); the sync controller retries a
+# target whose cluster was not ready after a few seconds.
+SETTLE_DEADLINE_SECONDS = 60.0
+
+ONE_TARGET = """
+resource "tenantplane_secret" "db" {
+  name        = "db"
+  secret_path = "apps/db"
+  sync = [{ cluster = "web", namespace = "apps" }]
+}
+"""
+
+TWO_TARGETS = """
+resource "tenantplane_secret" "db" {
+  name        = "db"
+  secret_path = "apps/db"
+  sync = [
+    { cluster = "web", namespace = "apps" },
+    { cluster = "web", namespace = "jobs", secret_name = "db-copy" },
+  ]
+}
+"""
+
+
+def wait_for(
+    read: Callable[[], dict[str, Any]], done: Callable[[dict[str, Any]], bool]
+) -> dict[str, Any]:
+    """``read()`` once ``done`` says so of it, within the deadline."""
+    give_up = time.monotonic() + SETTLE_DEADLINE_SECONDS
+    while not done(current := read()):
+        assert time.monotonic() < give_up, (
+            f"not reached within {SETTLE_DEADLINE_SECONDS:.0f}s: {current}"
+        )
+        time.sleep(0.1)  # polling a condition with a deadline
+    return current
+
+
+@pytest.fixture
+def cluster(tenant: Tenant) -> str:
+    """A Running cluster of the tenant to sync into (the API refuses targets in clusters it
+    lacks, and a secret synced into a cluster not ready yet takes a retry to settle)."""
+    with tenant.api() as api:
+        api.post(
+            f"{tenant.path}/clusters", json={"name": "web", "resources": SMALL}
+        ).raise_for_status()
+        wait_for(
+            lambda: api.get(f"{tenant.path}/clusters/web").raise_for_status().json(),
+            lambda cluster: cluster["status"]["phase"] == "Running",
+        )
+    return "web"
+
+
+def secret_of(tenant: Tenant, name: str) -> dict[str, Any] | None:
+    with tenant.api() as api:
+        answer = api.get(f"{tenant.path}/secrets/{name}")
+    if answer.status_code == 404:
+        return None
+    answer.raise_for_status()
+    secret: dict[str, Any] = answer.json()
+    return secret
+
+
+def synced(tenant: Tenant, name: str) -> dict[str, Any]:
+    """The secret once the sync controller has synced it: its status, and so its version, no
+    longer changes by itself."""
+
+    def read() -> dict[str, Any]:
+        secret = secret_of(tenant, name)
+        assert secret is not None, f"secret {name} is gone"
+        return secret
+
+    return wait_for(read, lambda secret: secret["status"]["phase"] == "Synced")
+
+
+def managed_values(tofu: Tofu) -> dict[str, Any]:
+    """The secret's attributes as the state holds them (`tofu show -json`)."""
+    shown = json.loads(tofu.ok("show", "-json"))
+    (resource,) = shown["values"]["root_module"]["resources"]
+    values: dict[str, Any] = resource["values"]
+    return values
+
+
+def test_apply_plan_import_change_destroy(tofu: Tofu, tenant: Tenant, cluster: str) -> None:
+    tofu.configure(ONE_TARGET)
+    tofu.ok("apply", "-auto-approve", "-input=false")
+    created = synced(tenant, "db")
+    assert created["secretPath"] == "apps/db"
+    assert created["sync"] == [{"cluster": cluster, "namespace": "apps", "secretName": "db"}]
+    assert tofu.plan_exit_code() == 0
+    # The state as a refresh leaves it: the API's version (the sync controller's status
+    # writes gave it new ones since the create answer) and phase.
+    tofu.ok("apply", "-refresh-only", "-auto-approve", "-input=false")
+    refreshed = managed_values(tofu)
+    assert refreshed["resource_version"] == created["resourceVersion"]
+    assert refreshed["phase"] == "Synced"
+
+    # Imported by name into an empty state: the same state, and still nothing to do.
+    (tofu.workdir / "terraform.tfstate").unlink()
+    tofu.ok("import", "-input=false", "tenantplane_secret.db", "db")
+    assert managed_values(tofu) == refreshed
+    assert tofu.plan_exit_code() == 0
+
+    tofu.configure(TWO_TARGETS)
+    assert tofu.plan_exit_code() == 2
+    tofu.ok("apply", "-auto-approve", "-input=false")
+    changed = synced(tenant, "db")
+    assert changed["sync"] == [
+        {"cluster": cluster, "namespace": "apps", "secretName": "db"},
+        {"cluster": cluster, "namespace": "jobs", "secretName": "db-copy"},
+    ]
+    assert tofu.plan_exit_code() == 0
+
+    tofu.ok("destroy", "-auto-approve", "-input=false")
+    assert secret_of(tenant, "db") is None
+    with tenant.api() as api:
+        assert api.get(f"{tenant.path}/secrets").raise_for_status().json()["items"] == []
+    assert tofu.state_list() == []
+
+
+def test_a_version_the_sync_status_alone_changed_does_not_stop_an_update(
+    tofu: Tofu, tenant: Tenant, cluster: str
+) -> None:
+    """The state holds the create answer's version; the sync controller's status writes give
+    the secret new ones. Applied without a refresh, the update's If-Match is stale (412), yet
+    the path and targets are as Terraform read them: it is sent again with the current one."""
+    tofu.configure(ONE_TARGET)
+    tofu.ok("apply", "-auto-approve", "-input=false")
+    written = managed_values(tofu)["resource_version"]
+    assert synced(tenant, "db")["resourceVersion"] != written
+
+    tofu.configure(TWO_TARGETS)
+    tofu.ok("apply", "-refresh=false", "-auto-approve", "-input=false")
+    changed = secret_of(tenant, "db")
+    assert changed is not None
+    assert [target["namespace"] for target in changed["sync"]] == ["apps", "jobs"]
+
+
+def test_changes_behind_terraforms_back_show_in_the_plan(
+    tofu: Tofu, tenant: Tenant, cluster: str
+) -> None:
+    """Targets replaced through the API: an update in place; the secret deleted: a create."""
+    tofu.configure(ONE_TARGET)
+    tofu.ok("apply", "-auto-approve", "-input=false")
+    with tenant.api() as api:
+        elsewhere = {"sync": [{"cluster": cluster, "namespace": "elsewhere"}]}
+        api.patch(f"{tenant.path}/secrets/db", json=elsewhere).raise_for_status()
+    planned = tofu.run("plan", "-detailed-exitcode", "-input=false")
+    assert planned.returncode == 2, planned.stdout + planned.stderr
+    assert "tenantplane_secret.db will be updated in-place" in planned.stdout
+    assert '~ namespace   = "elsewhere" -> "apps"' in planned.stdout
+
+    with tenant.api() as api:
+        api.delete(f"{tenant.path}/secrets/db").raise_for_status()
+    planned = tofu.run("plan", "-detailed-exitcode", "-input=false")
+    assert planned.returncode == 2, planned.stdout + planned.stderr
+    assert "tenantplane_secret.db will be created" in planned.stdout
+    tofu.ok("apply", "-auto-approve", "-input=false")
+    recreated = secret_of(tenant, "db")
+    assert recreated is not None
+    assert [target["namespace"] for target in recreated["sync"]] == ["apps"]
+    assert tofu.plan_exit_code() == 0
+
+
+def test_an_update_of_a_secret_changed_since_the_plan_is_refused(
+    tofu: Tofu, tenant: Tenant, cluster: str
+) -> None:
+    """The saved plan's If-Match names the version it read; the API's 412 becomes the
+    provider's error, and the change made behind Terraform's back is kept."""
+    tofu.configure(ONE_TARGET)
+    tofu.ok("apply", "-auto-approve", "-input=false")
+    tofu.configure(TWO_TARGETS)
+    tofu.ok("plan", "-input=false", "-out=change.tfplan")
+    elsewhere = [{"cluster": cluster, "namespace": "elsewhere"}]
+    with tenant.api() as api:
+        api.patch(f"{tenant.path}/secrets/db", json={"sync": elsewhere}).raise_for_status()
+
+    applied = tofu.run("apply", "-input=false", "change.tfplan")
+    assert applied.returncode == 1, applied.stdout
+    assert "secret db changed outside Terraform; refresh" in applied.stderr
+    assert "412" in applied.stderr
+    kept = secret_of(tenant, "db")
+    assert kept is not None
+    assert kept["sync"] == [{"cluster": cluster, "namespace": "elsewhere", "secretName": "db"}]
+
+    # Refreshed, the plan shows the change made elsewhere and applies over it.
+    assert tofu.plan_exit_code() == 2
+    tofu.ok("apply", "-auto-approve", "-input=false")
+    assert tofu.plan_exit_code() == 0
+
+
+def test_a_refused_read_is_an_error_never_a_deleted_secret(
+    tofu: Tofu, tenant: Tenant, cluster: str
+) -> None:
+    """A 401 on refresh fails the plan; the state keeps the secret (were it dropped, the next
+    apply would create it again)."""
+    tofu.configure(ONE_TARGET)
+    tofu.ok("apply", "-auto-approve", "-input=false")
+
+    refused = tofu.run(
+        "plan", "-detailed-exitcode", "-input=false", env={"TENANTPLANE_API_KEY": "svc_not-a-key"}
+    )
+    assert refused.returncode == 1, refused.stdout
+    assert "reading secret db failed" in refused.stderr
+    assert "401" in refused.stderr
+    assert tofu.state_list() == ["tenantplane_secret.db"]
+    assert tofu.plan_exit_code() == 0
