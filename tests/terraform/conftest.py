@@ -8,8 +8,9 @@ import json
 import os
 import re
 import subprocess
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,11 @@ CACHE = Path(os.environ.get("TENANTPLANE_TESTBED_CACHE", "/var/cache/tenantplane
 PROVIDER_DIR = CACHE / "terraform-provider"
 # dev_overrides runs the binary of the provider's conventional name in the directory it names.
 PROVIDER_BINARY = PROVIDER_DIR / "terraform-provider-tenantplane"
+
+SMALL = {"cpu": "1", "memory": "1Gi", "storage": "1Gi"}
+# The simulator's steps are 50 ms (tests.contract.server); the sync controller retries a
+# target whose cluster was not ready after a few seconds.
+SETTLE_DEADLINE_SECONDS = 60.0
 
 
 def tofu_binary() -> Path:
@@ -179,3 +185,50 @@ def tofu(tmp_path: Path, provider_dir: Path, tenant: Tenant) -> Tofu:
     workdir = tmp_path / "config"
     workdir.mkdir()
     return Tofu(workdir, provider_dir, tenant)
+
+
+def wait_for(
+    read: Callable[[], dict[str, Any]], done: Callable[[dict[str, Any]], bool]
+) -> dict[str, Any]:
+    """``read()`` once ``done`` says so of it, within the deadline."""
+    give_up = time.monotonic() + SETTLE_DEADLINE_SECONDS
+    while not done(current := read()):
+        assert time.monotonic() < give_up, (
+            f"not reached within {SETTLE_DEADLINE_SECONDS:.0f}s: {current}"
+        )
+        time.sleep(0.1)  # polling a condition with a deadline
+    return current
+
+
+def running_cluster(tenant: Tenant, name: str) -> str:
+    """A small cluster of the tenant, once Running."""
+    with tenant.api() as api:
+        created = api.post(f"{tenant.path}/clusters", json={"name": name, "resources": SMALL})
+        created.raise_for_status()
+        wait_for(
+            lambda: api.get(f"{tenant.path}/clusters/{name}").raise_for_status().json(),
+            lambda cluster: cluster["status"]["phase"] == "Running",
+        )
+    return name
+
+
+def secret_of(tenant: Tenant, name: str) -> dict[str, Any] | None:
+    with tenant.api() as api:
+        answer = api.get(f"{tenant.path}/secrets/{name}")
+    if answer.status_code == 404:
+        return None
+    answer.raise_for_status()
+    secret: dict[str, Any] = answer.json()
+    return secret
+
+
+def synced(tenant: Tenant, name: str) -> dict[str, Any]:
+    """The secret once the sync controller has synced it: its status, and so its version, no
+    longer changes by itself."""
+
+    def read() -> dict[str, Any]:
+        secret = secret_of(tenant, name)
+        assert secret is not None, f"secret {name} is gone"
+        return secret
+
+    return wait_for(read, lambda secret: secret["status"]["phase"] == "Synced")

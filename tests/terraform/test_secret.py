@@ -5,20 +5,14 @@ do, import into an empty state, a change, destroy; and what happens behind Terra
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from tests.terraform.conftest import Tenant, Tofu
+from tests.terraform.conftest import Tenant, Tofu, running_cluster, secret_of, synced
 
 pytestmark = pytest.mark.terraform
 
-SMALL = {"cpu": "1", "memory": "1Gi", "storage": "1Gi"}
-# The simulator's steps are 50 ms (tests.contract.server); the sync controller retries a
-# target whose cluster was not ready after a few seconds.
-SETTLE_DEADLINE_SECONDS = 60.0
 
 ONE_TARGET = """
 resource "tenantplane_secret" "db" {
@@ -40,54 +34,11 @@ resource "tenantplane_secret" "db" {
 """
 
 
-def wait_for(
-    read: Callable[[], dict[str, Any]], done: Callable[[dict[str, Any]], bool]
-) -> dict[str, Any]:
-    """``read()`` once ``done`` says so of it, within the deadline."""
-    give_up = time.monotonic() + SETTLE_DEADLINE_SECONDS
-    while not done(current := read()):
-        assert time.monotonic() < give_up, (
-            f"not reached within {SETTLE_DEADLINE_SECONDS:.0f}s: {current}"
-        )
-        time.sleep(0.1)  # polling a condition with a deadline
-    return current
-
-
 @pytest.fixture
 def cluster(tenant: Tenant) -> str:
     """A Running cluster of the tenant to sync into (the API refuses targets in clusters it
     lacks, and a secret synced into a cluster not ready yet takes a retry to settle)."""
-    with tenant.api() as api:
-        api.post(
-            f"{tenant.path}/clusters", json={"name": "web", "resources": SMALL}
-        ).raise_for_status()
-        wait_for(
-            lambda: api.get(f"{tenant.path}/clusters/web").raise_for_status().json(),
-            lambda cluster: cluster["status"]["phase"] == "Running",
-        )
-    return "web"
-
-
-def secret_of(tenant: Tenant, name: str) -> dict[str, Any] | None:
-    with tenant.api() as api:
-        answer = api.get(f"{tenant.path}/secrets/{name}")
-    if answer.status_code == 404:
-        return None
-    answer.raise_for_status()
-    secret: dict[str, Any] = answer.json()
-    return secret
-
-
-def synced(tenant: Tenant, name: str) -> dict[str, Any]:
-    """The secret once the sync controller has synced it: its status, and so its version, no
-    longer changes by itself."""
-
-    def read() -> dict[str, Any]:
-        secret = secret_of(tenant, name)
-        assert secret is not None, f"secret {name} is gone"
-        return secret
-
-    return wait_for(read, lambda secret: secret["status"]["phase"] == "Synced")
+    return running_cluster(tenant, "web")
 
 
 def managed_values(tofu: Tofu) -> dict[str, Any]:

@@ -1,0 +1,5 @@
+data "tenantplane_tenant" "this" {}
+
+output "plan" {
+  value = data.tenantplane_tenant.this.plan
+}

@@ -1,0 +1,2 @@
+# A secret is imported by its name.
+tofu import tenantplane_secret.db db

@@ -1,0 +1,110 @@
+"""The provider's registry docs (clients/terraform/docs) against its examples and schema,
+and the examples run for real."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.terraform.conftest import PROVIDER_MODULE, Tenant, Tofu, running_cluster, synced
+
+pytestmark = pytest.mark.terraform
+
+DOCS = PROVIDER_MODULE / "docs"
+EXAMPLES = PROVIDER_MODULE / "examples"
+FENCED = re.compile(r"^```(terraform|shell)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+# Each page and the example files it shows, in order.
+PAGES = {
+    "index.md": ["provider/provider.tf"],
+    "data-sources/versions.md": ["data-sources/tenantplane_versions/data-source.tf"],
+    "data-sources/plans.md": ["data-sources/tenantplane_plans/data-source.tf"],
+    "data-sources/tenant.md": ["data-sources/tenantplane_tenant/data-source.tf"],
+    "resources/secret.md": [
+        "resources/tenantplane_secret/resource.tf",
+        "resources/tenantplane_secret/import.sh",
+    ],
+}
+
+
+def test_every_page_and_example_is_listed() -> None:
+    assert sorted(str(page.relative_to(DOCS)) for page in DOCS.rglob("*.md")) == sorted(PAGES)
+    examples = sorted(str(path.relative_to(EXAMPLES)) for path in EXAMPLES.rglob("*.*"))
+    assert examples == sorted(example for shown in PAGES.values() for example in shown)
+
+
+@pytest.mark.parametrize("page", sorted(PAGES))
+def test_each_page_shows_its_examples_as_they_are(page: str) -> None:
+    """The examples (which tests apply) are what the pages show, before the other blocks."""
+    blocks = [body for _, body in FENCED.findall((DOCS / page).read_text())]
+    shown = [(EXAMPLES / example).read_text() for example in PAGES[page]]
+    assert blocks[: len(shown)] == shown
+
+
+def documented(page: str) -> set[str]:
+    return set(re.findall(r"^\s*- `([a-z_]+)`", (DOCS / page).read_text(), re.MULTILINE))
+
+
+def attribute_names(block: dict[str, Any]) -> set[str]:
+    """Every attribute of a schema block, nested ones too."""
+    names: set[str] = set()
+    for name, attribute in block.get("attributes", {}).items():
+        names.add(name)
+        nested = attribute.get("nested_type")
+        if nested:
+            names |= attribute_names(nested)
+    return names
+
+
+def test_the_pages_document_every_attribute_of_the_schema(tofu: Tofu) -> None:
+    """From the provider's own schema (`tofu providers schema -json`): every attribute is on its
+    page, and nothing documented is missing from the schema."""
+    tofu.configure("")
+    (schemas,) = json.loads(tofu.ok("providers", "schema", "-json"))["provider_schemas"].values()
+    expected = {"index.md": attribute_names(schemas["provider"]["block"])}
+    for name, schema in schemas["data_source_schemas"].items():
+        expected[f"data-sources/{name.removeprefix('tenantplane_')}.md"] = attribute_names(
+            schema["block"]
+        )
+    for name, schema in schemas["resource_schemas"].items():
+        expected[f"resources/{name.removeprefix('tenantplane_')}.md"] = attribute_names(
+            schema["block"]
+        )
+    assert sorted(expected) == sorted(PAGES)
+    for page, names in expected.items():
+        # A page may name several attributes on one line (`cpu`, `memory`, `storage`).
+        text = (DOCS / page).read_text()
+        missing = {name for name in names if f"`{name}`" not in text}
+        assert not missing, f"{page} does not document {sorted(missing)}"
+        assert documented(page) <= names, f"{page} documents {sorted(documented(page) - names)}"
+
+
+def test_the_provider_example_is_valid(tofu: Tofu) -> None:
+    shutil.copy(EXAMPLES / "provider" / "provider.tf", tofu.workdir / "main.tf")
+    tofu.ok("validate")
+
+
+def test_the_data_source_and_resource_examples_apply(tofu: Tofu, tenant: Tenant) -> None:
+    """The examples together, against a tenant with the cluster web they sync into."""
+    running_cluster(tenant, "web")
+    examples = [path for path in EXAMPLES.rglob("*.tf") if path.parent.name != "provider"]
+    tofu.configure("\n".join(path.read_text() for path in sorted(examples)))
+    tofu.ok("apply", "-auto-approve", "-input=false")
+    outputs = tofu.outputs()
+    assert outputs["plan"] == "starter"
+    assert outputs["default_version"] in outputs["supported_versions"]
+    assert set(outputs["cluster_limits"]) == {"starter", "pro", "business", "enterprise"}
+    secret = synced(tenant, "db")
+    assert [target["secretName"] for target in secret["sync"]] == ["db", "db-credentials"]
+    assert tofu.plan_exit_code() == 0
+
+    (tofu.workdir / "terraform.tfstate").unlink()
+    imported = Path(EXAMPLES / "resources" / "tenantplane_secret" / "import.sh").read_text()
+    (command,) = [line.split() for line in imported.splitlines() if line.startswith("tofu ")]
+    tofu.ok(*command[1:])
+    assert tofu.plan_exit_code() == 0
+    tofu.ok("destroy", "-auto-approve", "-input=false")
