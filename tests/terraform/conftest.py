@@ -47,18 +47,23 @@ def tofu_binary() -> Path:
     return tofu
 
 
+def go_environment() -> dict[str, str]:
+    """Go with the test bed's caches, and go.mod as committed (never updated by a build)."""
+    return {
+        **os.environ,
+        "GOMODCACHE": str(CACHE / "go" / "mod"),
+        "GOCACHE": str(CACHE / "go" / "build"),
+        "GOFLAGS": "-mod=readonly",
+    }
+
+
 @pytest.fixture(scope="session")
 def provider_dir() -> Path:
     """The provider's binary, built from the tree as it is (Go rebuilds only what changed)."""
     built = subprocess.run(
         ["nice", "-n", "10", "go", "build", "-trimpath", "-o", str(PROVIDER_BINARY), "."],
         cwd=PROVIDER_MODULE,
-        env={
-            **os.environ,
-            "GOMODCACHE": str(CACHE / "go" / "mod"),
-            "GOCACHE": str(CACHE / "go" / "build"),
-            "GOFLAGS": "-mod=readonly",
-        },
+        env=go_environment(),
         capture_output=True,
         text=True,
         check=False,
