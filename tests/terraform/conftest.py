@@ -97,8 +97,7 @@ class Tenant:
         )
 
 
-@pytest.fixture
-async def tenant(server: Served) -> Tenant:
+async def new_tenant(server: Served) -> Tenant:
     """A fresh tenant on the session's server, made in its database as the operator's command
     makes one (so that tests do not see each other's resources)."""
     env = server_env(Path(server.log).parent)
@@ -108,6 +107,17 @@ async def tenant(server: Served) -> Tenant:
     finally:
         await database.dispose()
     return Tenant(server.base_url, made.name, made.admin_key)
+
+
+@pytest.fixture
+async def tenant(server: Served) -> Tenant:
+    return await new_tenant(server)
+
+
+@pytest.fixture
+async def other_tenant(server: Served) -> Tenant:
+    """Another tenant, whose key the first one's API refuses (403: not a member)."""
+    return await new_tenant(server)
 
 
 REQUIRED_PROVIDERS = """terraform {

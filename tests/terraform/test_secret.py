@@ -157,19 +157,29 @@ def test_an_update_of_a_secret_changed_since_the_plan_is_refused(
     assert tofu.plan_exit_code() == 0
 
 
+@pytest.mark.parametrize("refusal", [401, 403])
 def test_a_refused_read_is_an_error_never_a_deleted_secret(
-    tofu: Tofu, tenant: Tenant, cluster: str
+    tofu: Tofu, tenant: Tenant, other_tenant: Tenant, cluster: str, refusal: int
 ) -> None:
-    """A 401 on refresh fails the plan; the state keeps the secret (were it dropped, the next
-    apply would create it again)."""
+    """A 401 (a key the server does not know) or a 403 (another tenant's key) on refresh fails
+    the plan; the state keeps the secret (were it dropped, the next apply would create it
+    again)."""
     tofu.configure(ONE_TARGET)
     tofu.ok("apply", "-auto-approve", "-input=false")
 
+    key = "svc_not-a-key" if refusal == 401 else other_tenant.key
     refused = tofu.run(
-        "plan", "-detailed-exitcode", "-input=false", env={"TENANTPLANE_API_KEY": "svc_not-a-key"}
+        "plan", "-detailed-exitcode", "-input=false", env={"TENANTPLANE_API_KEY": key}
     )
     assert refused.returncode == 1, refused.stdout
     assert "reading secret db failed" in refused.stderr
-    assert "401" in refused.stderr
+    assert f"{refusal}: " in refused.stderr
     assert tofu.state_list() == ["tenantplane_secret.db"]
     assert tofu.plan_exit_code() == 0
+
+
+def test_importing_a_secret_that_does_not_exist_fails(tofu: Tofu) -> None:
+    tofu.configure(ONE_TARGET)
+    imported = tofu.run("import", "-input=false", "tenantplane_secret.db", "db")
+    assert imported.returncode == 1, imported.stdout
+    assert "Cannot import non-existent remote object" in imported.stderr
