@@ -108,3 +108,17 @@ def test_the_data_source_and_resource_examples_apply(tofu: Tofu, tenant: Tenant)
     tofu.ok(*command[1:])
     assert tofu.plan_exit_code() == 0
     tofu.ok("destroy", "-auto-approve", "-input=false")
+
+
+def test_the_example_in_docs_clients_md_applies(tofu: Tofu, tenant: Tenant) -> None:
+    clients_md = (PROVIDER_MODULE.parents[1] / "docs" / "clients.md").read_text()
+    section = clients_md[clients_md.index("## Terraform/OpenTofu provider") :]
+    (example,) = [body for kind, body in FENCED.findall(section) if kind == "terraform"]
+    running_cluster(tenant, "web")
+    (tofu.workdir / "main.tf").write_text(example)
+    tofu.ok("apply", "-auto-approve", "-input=false")
+    assert synced(tenant, "db")["sync"] == [
+        {"cluster": "web", "namespace": "apps", "secretName": "db"}
+    ]
+    assert tofu.plan_exit_code() == 0
+    tofu.ok("destroy", "-auto-approve", "-input=false")
