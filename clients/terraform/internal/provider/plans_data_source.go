@@ -6,8 +6,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-
-	tenantplane "github.com/tenantplane/tenantplane/clients/go"
 )
 
 // tenantplane_plans: the plans a tenant can be on, their limits and prices.
@@ -108,7 +106,7 @@ func (d *plansDataSource) Configure(_ context.Context, req datasource.ConfigureR
 func (d *plansDataSource) Read(ctx context.Context, _ datasource.ReadRequest, resp *datasource.ReadResponse) {
 	answer, err := d.client.api.ListPlansWithResponse(ctx)
 	if err == nil {
-		err = tenantplane.ErrorOf(answer.HTTPResponse, answer.Body)
+		err = answered(answer.HTTPResponse, answer.Body, answer.JSON200 != nil)
 	}
 	if err != nil {
 		addCallError(&resp.Diagnostics, "listing the plans", err)

@@ -103,7 +103,7 @@ func (r *secretResource) Create(ctx context.Context, req resource.CreateRequest,
 		Name: name, SecretPath: plan.SecretPath.ValueString(), Sync: &sync,
 	})
 	if err == nil {
-		err = tenantplane.ErrorOf(answer.HTTPResponse, answer.Body)
+		err = answered(answer.HTTPResponse, answer.Body, answer.JSON201 != nil)
 	}
 	if err != nil {
 		addCallError(&resp.Diagnostics, "creating secret "+name, err)
@@ -122,7 +122,7 @@ func (r *secretResource) Read(ctx context.Context, req resource.ReadRequest, res
 	name := prior.Name.ValueString()
 	answer, err := r.client.api.GetSecretWithResponse(ctx, r.client.tenant, name, nil)
 	if err == nil {
-		err = tenantplane.ErrorOf(answer.HTTPResponse, answer.Body)
+		err = answered(answer.HTTPResponse, answer.Body, answer.JSON200 != nil)
 	}
 	// Only a 404 means the secret is gone; a 401, 403 or 5xx says nothing about it, and
 	// dropping it from the state then would have the next apply create it again.
@@ -155,7 +155,7 @@ func (r *secretResource) Update(ctx context.Context, req resource.UpdateRequest,
 		answer, err := r.client.api.UpdateSecretWithResponse(ctx, r.client.tenant, name,
 			&tenantplane.UpdateSecretParams{IfMatch: ifMatch(version)}, tenantplane.SecretUpdate{Sync: sync})
 		if err == nil {
-			err = tenantplane.ErrorOf(answer.HTTPResponse, answer.Body)
+			err = answered(answer.HTTPResponse, answer.Body, answer.JSON200 != nil)
 		}
 		if tenantplane.IsPreconditionFailed(err) {
 			if current, ok := r.versionIfOnlyStatusChanged(ctx, prior, attempt, &resp.Diagnostics); ok {
@@ -225,7 +225,7 @@ func (r *secretResource) versionIfOnlyStatusChanged(ctx context.Context, prior s
 	name := prior.Name.ValueString()
 	answer, err := r.client.api.GetSecretWithResponse(ctx, r.client.tenant, name, nil)
 	if err == nil {
-		err = tenantplane.ErrorOf(answer.HTTPResponse, answer.Body)
+		err = answered(answer.HTTPResponse, answer.Body, answer.JSON200 != nil)
 	}
 	if tenantplane.IsNotFound(err) {
 		return types.String{}, false

@@ -6,8 +6,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-
-	tenantplane "github.com/tenantplane/tenantplane/clients/go"
 )
 
 // tenantplane_tenant: the provider's tenant and its platform-managed fields (read only: the
@@ -48,7 +46,7 @@ func (d *tenantDataSource) Configure(_ context.Context, req datasource.Configure
 func (d *tenantDataSource) Read(ctx context.Context, _ datasource.ReadRequest, resp *datasource.ReadResponse) {
 	answer, err := d.client.api.GetTenantWithResponse(ctx, d.client.tenant, nil)
 	if err == nil {
-		err = tenantplane.ErrorOf(answer.HTTPResponse, answer.Body)
+		err = answered(answer.HTTPResponse, answer.Body, answer.JSON200 != nil)
 	}
 	if err != nil {
 		addCallError(&resp.Diagnostics, "reading tenant "+d.client.tenant, err)

@@ -6,8 +6,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-
-	tenantplane "github.com/tenantplane/tenantplane/clients/go"
 )
 
 // tenantplane_versions: the orchestrator versions a cluster can be created with.
@@ -60,7 +58,7 @@ func (d *versionsDataSource) Configure(_ context.Context, req datasource.Configu
 func (d *versionsDataSource) Read(ctx context.Context, _ datasource.ReadRequest, resp *datasource.ReadResponse) {
 	answer, err := d.client.api.ListVersionsWithResponse(ctx)
 	if err == nil {
-		err = tenantplane.ErrorOf(answer.HTTPResponse, answer.Body)
+		err = answered(answer.HTTPResponse, answer.Body, answer.JSON200 != nil)
 	}
 	if err != nil {
 		addCallError(&resp.Diagnostics, "listing the versions", err)
