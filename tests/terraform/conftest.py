@@ -130,8 +130,10 @@ REQUIRED_PROVIDERS = """terraform {
 
 class Tofu:
     """tofu in a working directory of its own, the provider taken from ``provider_dir`` by a
-    dev_overrides CLI configuration (no registry, no `tofu init`), the tenant's settings in
-    the environment (TENANTPLANE_*), as a user would give them."""
+    dev_overrides CLI configuration, the tenant's settings in the environment (TENANTPLANE_*),
+    as a user would give them. No `tofu init`: OpenTofu says to skip it with development
+    overrides ("It is not necessary and may error unexpectedly"), and here it fails, looking
+    up the provider in a registry this machine cannot reach."""
 
     def __init__(self, workdir: Path, provider_dir: Path, tenant: Tenant) -> None:
         self.workdir = workdir
