@@ -165,6 +165,8 @@ def render_models(document: dict[str, Any]) -> str:
 SYNC_REPLACEMENTS = [
     ("tenantplane_client._async", "tenantplane_client._sync"),
     ("  # noqa: ASYNC109", ""),
+    # An asynchronous generator cannot ``yield from``; the synchronous one should.
+    ("for item in page.items:\n                yield item\n", "yield from page.items\n"),
     ("AsyncIterator", "Iterator"),
     ("AsyncClient", "Client"),
     ("async def __aenter__", "def __enter__"),

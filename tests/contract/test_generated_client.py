@@ -133,7 +133,7 @@ def test_generated_client_reads_clusters_with_and_without_ha(
     tenant = server.tenant
 
     empty = call(generated, "clusters.list_clusters", tenant=tenant, client=client)
-    assert isinstance(empty, models.ItemListClusterRead)
+    assert isinstance(empty, models.PagedListClusterRead)
     assert empty.items == []
 
     plain = call(

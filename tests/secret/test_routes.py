@@ -449,7 +449,7 @@ async def test_a_create_alone_inserts_nothing_for_a_tenant_that_is_not_active(
             await secret_service.create(session, database, tenant.id, body)
         assert not session.in_transaction()  # it ran alone, not in the session
     async with database.sessionmaker() as session:
-        assert await secret_service.list_secrets(session, tenant.id) == []
+        assert (await secret_service.list_secrets(session, tenant.id))[0] == []
 
 
 async def test_a_taken_name_is_409_before_its_targets_are_checked(

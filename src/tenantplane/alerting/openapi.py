@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tenantplane.http.schemas import Continue
+
 
 class Schema(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
@@ -324,14 +326,17 @@ class AlertingConfig(Schema):
 
 class AlertingReceiverList(Schema):
     items: list[AlertingReceiver]
+    continue_: Continue = None
 
 
 class AlertingRouteList(Schema):
     items: list[AlertingRoute]
+    continue_: Continue = None
 
 
 class AlertingTimeIntervalList(Schema):
     items: list[AlertingTimeInterval]
+    continue_: Continue = None
 
 
 def component(model: type[BaseModel]) -> dict[str, str]:

@@ -69,6 +69,10 @@ class Collection:
     model: type[BaseModel]  # an item's schema
     list_model: type[BaseModel]
     docs: Docs
+    # An item's identity for paging (http/paging.py, in stored order): (the configuration's
+    # version, the item's position, the listed item) → a string. Named items are their name;
+    # a route is its position in one version of the configuration.
+    identity: Callable[[str, int, Any], str]
     # The PUT body's dependency: None takes a JSON object, checked by the validation package
     # and described by ``model``; else FastAPI parses a typed input model and serialises
     # responses as ``model``.
@@ -129,6 +133,10 @@ def _child_route(document: Document, index: int) -> Any:
     return routes[index] if index < len(routes) else None
 
 
+def _by_name(_version: str, _position: int, item: Any) -> str:
+    return str(item["name"])
+
+
 def _receiver(_name: str, receiver: Any, admin: bool) -> Any:
     return receiver if admin else redact_receiver(receiver)
 
@@ -157,6 +165,7 @@ COLLECTIONS = (
         delete=service.delete_receiver,
         model=AlertingReceiver,
         list_model=AlertingReceiverList,
+        identity=_by_name,
         docs=Docs(
             list="Every receiver with its integrations, in stored order (credentials read "
             "`<secret>`\nunless the caller is an admin).",
@@ -181,6 +190,7 @@ COLLECTIONS = (
         delete=service.delete_route,
         model=AlertingRoute,
         list_model=AlertingRouteList,
+        identity=lambda version, position, _route: f"{version}:{position}",
         docs=Docs(
             list="Child routes in order; their index is the `id` of the item endpoints.",
             get="The child route at 0-based index `id`, with its own nested routes.",
@@ -204,6 +214,7 @@ COLLECTIONS = (
         delete=service.delete_template,
         model=TemplateRead,
         list_model=TemplateList,
+        identity=lambda _version, _position, template: str(template["filename"]),
         docs=Docs(
             list="Every template file with its contents, sorted by file name.",
             get="The file's name and contents.",
@@ -225,6 +236,7 @@ COLLECTIONS = (
         delete=service.delete_time_interval,
         model=TimeIntervalRead,
         list_model=TimeIntervalList,
+        identity=_by_name,
         docs=Docs(
             list="Every named time interval, in stored order.",
             get="The named time interval's definitions.",

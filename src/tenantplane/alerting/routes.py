@@ -27,6 +27,7 @@ from tenantplane.alerting.service import Focus
 from tenantplane.http.errors import NotFound, error_responses
 from tenantplane.http.etag import NOT_MODIFIED, IfMatch, set_etag
 from tenantplane.http.location import set_location
+from tenantplane.http.paging import Paging, paged_in_stored_order, with_continue
 
 router = APIRouter(prefix="/tenants/{tenant}/alerting", tags=["alerting"])
 
@@ -139,11 +140,20 @@ def _add_collection(part: Collection) -> None:
     noun = part.what.replace(" ", "_")
 
     async def list_items(
-        principal: TenantMember, alerting: AlertingDep, response: Response
+        principal: TenantMember, alerting: AlertingDep, response: Response, paging: Paging
     ) -> dict[str, Any]:
+        listing = f"alerting/{part.path}"
+        page = paging.page(listing, principal.tenant_id)
         snapshot = await alerting.read(principal)
         set_etag(response, snapshot.version)
-        return {"items": part.items(snapshot.document, principal.is_admin)}
+        version = str(snapshot.version)
+        items, last = paged_in_stored_order(
+            part.items(snapshot.document, principal.is_admin),
+            lambda position, item: part.identity(version, position, item),
+            page,
+        )
+        token = paging.next_token(listing, principal.tenant_id, last)
+        return with_continue({"items": items}, token)
 
     async def get_item(
         principal: TenantMember,

@@ -13,7 +13,7 @@ from fastapi import Depends, Request
 from pydantic import ConfigDict, WithJsonSchema
 
 from tenantplane.http.errors import ValidationFailed
-from tenantplane.http.schemas import InputModel, OutputModel
+from tenantplane.http.schemas import Continue, InputModel, OutputModel
 
 
 async def json_object(request: Request) -> dict[str, Any]:
@@ -77,7 +77,9 @@ class TimeIntervalList(OutputModel):
     model_config = ConfigDict(alias_generator=None, serialize_by_alias=False)
 
     items: list[TimeIntervalRead]
+    continue_: Continue = None
 
 
 class TemplateList(OutputModel):
     items: list[TemplateRead]
+    continue_: Continue = None

@@ -3,7 +3,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from datetime import datetime
 
-from sqlalchemy import bindparam, delete, func, or_, select, update
+from sqlalchemy import bindparam, delete, func, or_, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.apikey.models import ApiKey
@@ -57,12 +57,22 @@ class ApiKeyRepository:
         statement = select(func.count()).where(ApiKey.key_derivation != derivation)
         return int((await self.session.execute(statement)).scalar_one())
 
-    async def list(self, tenant_id: int) -> Sequence[ApiKey]:
+    async def list(
+        self,
+        tenant_id: int,
+        after: tuple[datetime, str] | None = None,
+        limit: int | None = None,
+    ) -> Sequence[ApiKey]:
+        """The keys created after ``after`` (created_at, id; all when None), oldest first,
+        at most ``limit``."""
         statement = (
             select(ApiKey)
             .where(ApiKey.tenant_id == tenant_id)
             .order_by(ApiKey.created_at, ApiKey.id)
+            .limit(limit)
         )
+        if after is not None:
+            statement = statement.where(tuple_(ApiKey.created_at, ApiKey.id) > tuple_(*after))
         return (await self.session.execute(statement)).scalars().all()
 
     async def get(self, tenant_id: int, key_id: str) -> ApiKey | None:

@@ -13,7 +13,8 @@ from tenantplane.db.session import SessionDep
 from tenantplane.http.errors import error_responses
 from tenantplane.http.etag import NOT_MODIFIED, set_etag
 from tenantplane.http.location import set_location
-from tenantplane.http.schemas import ItemList
+from tenantplane.http.paging import Paging
+from tenantplane.http.schemas import PagedList
 from tenantplane.idempotency.dependency import IDEMPOTENCY_RESPONSES, CapturingRoute, Idempotent
 
 # Checked by the service (400 INVALID_ID); documented here.
@@ -62,13 +63,20 @@ async def create_api_key(
 
 
 @router.get("", response_model_exclude_none=True)
-async def list_api_keys(principal: TenantAdmin, session: SessionDep) -> ItemList[ApiKeyRead]:
+async def list_api_keys(
+    principal: TenantAdmin, session: SessionDep, paging: Paging
+) -> PagedList[ApiKeyRead]:
     """List the tenant's API keys.
 
-    Key metadata only, never the raw keys. Admin.
+    Key metadata only, never the raw keys; oldest first, paged with `limit` and `continue`.
+    Admin.
     """
-    keys = await service.list_keys(session, principal.tenant_id)
-    return ItemList[ApiKeyRead](items=[ApiKeyRead.of(key) for key in keys])
+    page = paging.page("api-keys", principal.tenant_id)
+    keys, last = await service.list_keys(session, principal.tenant_id, page)
+    return PagedList[ApiKeyRead](
+        items=[ApiKeyRead.of(key) for key in keys],
+        continue_=paging.next_token("api-keys", principal.tenant_id, last),
+    )
 
 
 @router.get(

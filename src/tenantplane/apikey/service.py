@@ -9,8 +9,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tenantplane.apikey.models import ApiKey
 from tenantplane.apikey.repository import ApiKeyRepository
 from tenantplane.apikey.tokens import hash_key, is_key_id, new_key_id, new_raw_key
+from tenantplane.db.base import epoch_microseconds, from_epoch_microseconds
 from tenantplane.db.clock import clock_of
 from tenantplane.http.errors import NotFound, ValidationFailed
+from tenantplane.http.paging import WHOLE, Page, SortKey, split_page
 from tenantplane.keys import KeyRing
 from tenantplane.member.models import Role
 
@@ -53,8 +55,18 @@ async def issue(
     return IssuedKey(key, raw_key)
 
 
-async def list_keys(session: AsyncSession, tenant_id: int) -> Sequence[ApiKey]:
-    return await ApiKeyRepository.from_session(session).list(tenant_id)
+async def list_keys(
+    session: AsyncSession, tenant_id: int, page: Page = WHOLE
+) -> tuple[Sequence[ApiKey], SortKey | None]:
+    """A page of the tenant's keys, oldest first, and the last one's sort key when more
+    remain (its creation in epoch microseconds, then its id)."""
+    after = None
+    if page.after is not None:
+        created, key_id = page.after
+        after = (from_epoch_microseconds(int(created)), str(key_id))
+    limit = None if page.limit is None else page.limit + 1
+    found = await ApiKeyRepository.from_session(session).list(tenant_id, after, limit)
+    return split_page(found, page.limit, lambda key: (epoch_microseconds(key.created_at), key.id))
 
 
 def check_key_id(key_id: str) -> str:

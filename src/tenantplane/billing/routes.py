@@ -17,7 +17,8 @@ from tenantplane.db.session import ReadsDep, SessionDep
 from tenantplane.http.documents import DocumentResponse, EncodedDocuments
 from tenantplane.http.errors import NotFound, error_responses
 from tenantplane.http.etag import NOT_MODIFIED, set_etag
-from tenantplane.http.schemas import ItemList
+from tenantplane.http.paging import Paging, paged_in_stored_order
+from tenantplane.http.schemas import ItemList, PagedList
 from tenantplane.idempotency.dependency import (
     IDEMPOTENCY_RESPONSES,
     CapturingRoute,
@@ -117,12 +118,19 @@ async def create_portal_session(
 
 
 @router.get("/plans")
-async def list_plans(identity: AnyCaller, request: Request) -> ItemList[PlanRead]:
+async def list_plans(identity: AnyCaller, request: Request, paging: Paging) -> PagedList[PlanRead]:
     """List the plans.
 
-    The plan catalogue, read-only: each plan's limits and prices. Any authenticated caller.
+    The plan catalogue, read-only: each plan's limits and prices; pages with `limit` and
+    `continue`. Any authenticated caller.
     """
-    return ItemList[PlanRead](items=[_plan(request, plan) for plan in Plan])
+    plans, last = paged_in_stored_order(
+        list(Plan), lambda _at, plan: plan.value, paging.page("plans")
+    )
+    return PagedList[PlanRead](
+        items=[_plan(request, plan) for plan in plans],
+        continue_=paging.next_token("plans", "", last),
+    )
 
 
 @router.get("/plans/{name}", responses=error_responses(404))

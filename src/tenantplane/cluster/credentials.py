@@ -18,10 +18,10 @@ from tenantplane.cluster.tokens import (
     InvalidToken,
     Subject,
     TokenClaims,
-    microseconds,
     mint,
     verify,
 )
+from tenantplane.db.base import epoch_microseconds
 from tenantplane.db.reads import ReadRow, Reads
 from tenantplane.http.errors import NotFound
 from tenantplane.keys import KeyRing
@@ -57,7 +57,7 @@ async def issue(
         member = await read_member(reads, principal.tenant_id, principal.email)
         if member is None:  # removed since the request was authorised
             raise not_a_member()
-        since = microseconds(member.created_at)
+        since = epoch_microseconds(member.created_at)
         claims = TokenClaims(cluster_uid, Subject.member, str(member.id), expires_at, since)
     return ClusterCredentials(token=mint(keys, claims), expires_at=expires_at)
 
@@ -75,7 +75,7 @@ def _groups(role: str, tenant_state: str) -> list[str]:
 def _user(claims: TokenClaims, row: ReadRow) -> dict[str, Any]:
     if claims.subject is Subject.member:
         # Removed, or removed and added again (a new member, who asks for new tokens).
-        if row.member_email is None or microseconds(row.member_since) != claims.member_since:
+        if row.member_email is None or epoch_microseconds(row.member_since) != claims.member_since:
             raise Refused("the member was removed from the tenant")
         username, role = row.member_email, row.member_role
     else:

@@ -31,7 +31,8 @@ from tenantplane.http.errors import error_responses
 from tenantplane.http.etag import NOT_MODIFIED, IfMatch, set_etag
 from tenantplane.http.location import set_location
 from tenantplane.http.names import path_name, resource_name_path
-from tenantplane.http.schemas import ItemList
+from tenantplane.http.paging import Paging, paged_in_stored_order, with_continue
+from tenantplane.http.schemas import PagedList
 from tenantplane.idempotency.dependency import IDEMPOTENCY_RESPONSES, CapturingRoute, Idempotent
 
 router = APIRouter(
@@ -82,17 +83,19 @@ async def create_cluster(
 
 # Reads are built as JSON from plain rows and sent as is: a session, ORM objects and
 # response models validated again by the framework were most of a poll's cost.
-@router.get("", response_model=ItemList[ClusterRead], response_model_exclude_none=True)
+@router.get("", response_model=PagedList[ClusterRead], response_model_exclude_none=True)
 async def list_clusters(
-    principal: TenantMemberReads, reads: ReadsDep, request: Request
+    principal: TenantMemberReads, reads: ReadsDep, request: Request, paging: Paging
 ) -> DocumentResponse:
     """List the tenant's clusters.
 
-    Members.
+    Oldest first; pages with `limit` and `continue`. Members.
     """
     documents: EncodedDocuments = request.app.state.documents
-    items = await service.cluster_listing(reads, documents, principal.tenant_id)
-    return DocumentResponse({"items": items})
+    page = paging.page("clusters", principal.tenant_id)
+    items, last = await service.cluster_listing(reads, documents, principal.tenant_id, page)
+    token = paging.next_token("clusters", principal.tenant_id, last)
+    return DocumentResponse(with_continue({"items": items}, token))
 
 
 @router.get(
@@ -203,13 +206,16 @@ async def create_cluster_credentials(
 
 
 @versions_router.get("/versions")
-async def list_versions(_: AnyCaller, catalogues: CataloguesDep) -> VersionList:
+async def list_versions(_: AnyCaller, catalogues: CataloguesDep, paging: Paging) -> VersionList:
     """List supported Kubernetes versions.
 
-    The versions clusters may be created with or upgraded to, and the default. Any authenticated
-    caller.
+    The versions clusters may be created with or upgraded to, and the default; pages with
+    `limit` and `continue`. Any authenticated caller.
     """
     versions = catalogues.versions
+    listed, last = paged_in_stored_order(
+        versions.versions, lambda _at, entry: entry.version, paging.page("versions")
+    )
     return VersionList(
         default=versions.default,
         items=[
@@ -219,6 +225,7 @@ async def list_versions(_: AnyCaller, catalogues: CataloguesDep) -> VersionList:
                 default=entry.version == versions.default,
                 retiring=entry.version == versions.oldest.version,
             )
-            for entry in versions.versions
+            for entry in listed
         ],
+        continue_=paging.next_token("versions", "", last),
     )

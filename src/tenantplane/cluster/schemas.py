@@ -9,7 +9,7 @@ from tenantplane.cluster.quantity import BYTE_UNIT, CPU_UNIT, QuantityError, pos
 from tenantplane.db.base import rfc3339
 from tenantplane.db.reads import ReadRow
 from tenantplane.http.names import RESOURCE_NAME_SCHEMA, check_resource_name
-from tenantplane.http.schemas import InputModel, OutputModel, UtcDateTime
+from tenantplane.http.schemas import Continue, InputModel, OutputModel, UtcDateTime
 from tenantplane.http.text import DisplayText
 from tenantplane.providers.orchestrator import CLUSTER_NAME_MAX_LENGTH
 
@@ -175,6 +175,7 @@ class VersionRead(OutputModel):
 class VersionList(OutputModel):
     default: str
     items: list[VersionRead]
+    continue_: Continue = None
 
 
 def cluster_document(cluster: ReadRow) -> dict[str, Any]:

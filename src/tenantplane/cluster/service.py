@@ -41,6 +41,7 @@ from tenantplane.cluster.schemas import (
     cluster_document,
 )
 from tenantplane.cluster.status import upgrade_requested
+from tenantplane.db.base import epoch_microseconds
 from tenantplane.db.clock import clock_of
 from tenantplane.db.reads import ReadRow, Reads
 from tenantplane.http.documents import EncodedDocuments
@@ -53,6 +54,7 @@ from tenantplane.http.errors import (
     ValidationFailed,
 )
 from tenantplane.http.etag import check_if_match
+from tenantplane.http.paging import Page, SortKey, paged
 from tenantplane.reconcile.hints import notify_in_statement, wake_after_commit
 from tenantplane.secret import service as secret_service
 
@@ -261,14 +263,22 @@ async def create(
 
 
 async def cluster_listing(
-    reads: Reads, documents: EncodedDocuments, tenant_id: int
-) -> list[orjson.Fragment]:
-    """The tenant's clusters as the API shows them, encoded (http/documents.py)."""
+    reads: Reads, documents: EncodedDocuments, tenant_id: int, page: Page
+) -> tuple[list[orjson.Fragment], SortKey | None]:
+    """A page of the tenant's clusters as the API shows them, encoded (http/documents.py),
+    and the sort key of its last when more remain. A tenant has at most its plan's limit of
+    clusters: the page is cut from the whole list of their versions."""
 
     async def read(ids: list[int]) -> list[tuple[ReadRow, dict[str, Any]]]:
         return [(row, cluster_document(row)) for row in await read_clusters(reads, tenant_id, ids)]
 
-    return await documents.listing("cluster", await read_versions(reads, tenant_id), read)
+    listed, last = paged(await read_versions(reads, tenant_id), _listing_key, page)
+    return await documents.listing("cluster", listed, read), last
+
+
+def _listing_key(row: ReadRow) -> SortKey:
+    """The clusters' order: by creation, then id (read_versions' row: id, _, _, created_at)."""
+    return (epoch_microseconds(row[3]), row[0])
 
 
 async def shown(reads: Reads, tenant_id: int, name: str) -> dict[str, Any]:

@@ -23,7 +23,7 @@ import hmac
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from tenantplane.config import Settings
 from tenantplane.http.openapi import API_PREFIX
@@ -104,12 +104,6 @@ def verify(keys: KeyRing, token: str) -> TokenClaims:
 
 def _credential(root: RootKey, cluster_uid: str) -> str:
     return WEBHOOK_CREDENTIAL_PREFIX + b64(mac(root.key(Purpose.token_webhook), cluster_uid))
-
-
-def microseconds(instant: datetime) -> int:
-    """``instant`` (naive ones are UTC, as SQLite gives them back) in epoch microseconds."""
-    aware = instant if instant.tzinfo is not None else instant.replace(tzinfo=UTC)
-    return (aware - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
 
 
 def webhook_credential(keys: KeyRing, cluster_uid: str) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
 from sqlalchemy import DateTime, Integer, MetaData, TypeDecorator
@@ -54,6 +54,23 @@ class Versioned:
     @declared_attr.directive
     def __mapper_args__(cls) -> dict[str, Any]:
         return {"version_id_col": cls.__table__.c.resource_version}  # type: ignore[attr-defined]
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def epoch_microseconds(instant: datetime | str) -> int:
+    """``instant`` in microseconds since the epoch: an exact, comparable form of a timestamp
+    (a list's sort key, a token's claim). Naive values are UTC, as is SQLite's stored text
+    (a column read as stored, db/reads.py ``as_stored``)."""
+    if isinstance(instant, str):
+        instant = datetime.fromisoformat(instant)
+    aware = instant if instant.tzinfo is not None else instant.replace(tzinfo=UTC)
+    return (aware - _EPOCH) // timedelta(microseconds=1)
+
+
+def from_epoch_microseconds(value: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=value)
 
 
 def rfc3339(value: datetime) -> str:

@@ -6,8 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Generic, TypeVar
 
-from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, PlainSerializer
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, PlainSerializer
 from pydantic.alias_generators import to_camel
+from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
 from tenantplane.db.base import rfc3339
@@ -53,5 +54,27 @@ class OutputModel(BaseModel):
 T = TypeVar("T")
 
 
+def _absent(value: object) -> bool:
+    return value is None
+
+
+# A list page's ``continue`` field (http/paging.py): there when more items remain, absent
+# (not null) on the last page.
+Continue = Annotated[
+    str | SkipJsonSchema[None],
+    Field(
+        alias="continue",
+        exclude_if=_absent,
+        description="Present when more items remain: pass it as `continue` for the next page.",
+    ),
+]
+
+
 class ItemList(OutputModel, Generic[T]):
     items: list[T]
+
+
+class PagedList(ItemList[T], Generic[T]):
+    """A list that pages (http/paging.py); invoices do not (the spec: the full history)."""
+
+    continue_: Continue = None

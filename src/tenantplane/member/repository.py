@@ -33,8 +33,15 @@ class MemberRepository:
     def from_session(cls, session: AsyncSession) -> MemberRepository:
         return cls(session)
 
-    async def list(self, tenant_id: int) -> Sequence[Member]:
-        statement = select(Member).where(Member.tenant_id == tenant_id).order_by(Member.email)
+    async def list(
+        self, tenant_id: int, after: str | None = None, limit: int | None = None
+    ) -> Sequence[Member]:
+        """The members whose email sorts after ``after`` (all when None), at most ``limit``."""
+        statement = (
+            select(Member).where(Member.tenant_id == tenant_id).order_by(Member.email).limit(limit)
+        )
+        if after is not None:
+            statement = statement.where(Member.email > after)
         return (await self.session.execute(statement)).scalars().all()
 
     async def get(self, tenant_id: int, email: str) -> Member | None:

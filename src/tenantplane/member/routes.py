@@ -7,7 +7,8 @@ from tenantplane.db.session import SessionDep
 from tenantplane.http.errors import error_responses
 from tenantplane.http.etag import NOT_MODIFIED, IfMatch, set_etag
 from tenantplane.http.location import set_location
-from tenantplane.http.schemas import ItemList
+from tenantplane.http.paging import Paging
+from tenantplane.http.schemas import PagedList
 from tenantplane.idempotency.dependency import IDEMPOTENCY_RESPONSES, CapturingRoute, Idempotent
 from tenantplane.member import service
 from tenantplane.member.schemas import MemberCreate, MemberRead, MemberUpdate
@@ -42,15 +43,20 @@ async def add_member(
 
 @router.get("", responses=NOT_MODIFIED)
 async def list_members(
-    principal: TenantMember, session: SessionDep, response: Response
-) -> ItemList[MemberRead]:
+    principal: TenantMember, session: SessionDep, response: Response, paging: Paging
+) -> PagedList[MemberRead]:
     """List the tenant's members.
 
-    The ETag answered is the member list's version, for If-Match on add. Members.
+    By email, paged with `limit` and `continue`. The ETag answered is the member list's
+    version, for If-Match on add. Members.
     """
-    listed = await service.list_members(session, principal.tenant_id)
+    page = paging.page("members", principal.tenant_id)
+    listed = await service.list_members(session, principal.tenant_id, page)
     set_etag(response, listed.version)
-    return ItemList[MemberRead](items=[MemberRead.of(member) for member in listed.members])
+    return PagedList[MemberRead](
+        items=[MemberRead.of(member) for member in listed.members],
+        continue_=paging.next_token("members", principal.tenant_id, listed.last),
+    )
 
 
 @router.get("/{email}", responses={**error_responses(404), **NOT_MODIFIED})

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tenantplane.emails import InvalidEmail, normalise_email
 from tenantplane.http.errors import Conflict, NotFound, ValidationFailed
 from tenantplane.http.etag import check_if_match
+from tenantplane.http.paging import WHOLE, Page, SortKey, split_page
 from tenantplane.member.models import Member, Role
 from tenantplane.member.repository import MemberRepository
 
@@ -25,6 +26,8 @@ from tenantplane.member.repository import MemberRepository
 class MemberList:
     members: Sequence[Member]
     version: int
+    # The last member's sort key when more remain (http/paging.py).
+    last: SortKey | None = None
 
 
 @dataclass(frozen=True)
@@ -41,10 +44,15 @@ def path_email(value: str) -> str:
         raise ValidationFailed(str(exc), field="email") from None
 
 
-async def list_members(session: AsyncSession, tenant_id: int) -> MemberList:
+async def list_members(session: AsyncSession, tenant_id: int, page: Page = WHOLE) -> MemberList:
+    """A page of the tenant's members by email, and the member list's version."""
     repository = MemberRepository.from_session(session)
     version = await repository.list_version(tenant_id)
-    return MemberList(await repository.list(tenant_id), version)
+    after = None if page.after is None else str(page.after[0])
+    limit = None if page.limit is None else page.limit + 1
+    found = await repository.list(tenant_id, after, limit)
+    members, last = split_page(found, page.limit, lambda member: (member.email,))
+    return MemberList(members, version, last)
 
 
 async def get(session: AsyncSession, tenant_id: int, email: str) -> Member:

@@ -144,6 +144,13 @@ class SecretRepository:
             statement = statement.with_for_update()
         return (await self.session.execute(statement)).scalars().all()
 
+    async def page(self, tenant_id: int, after: str | None, limit: int | None) -> Sequence[Secret]:
+        """The secrets named after ``after`` (all when None), by name, at most ``limit``."""
+        statement = self._visible(tenant_id).order_by(Secret.name).limit(limit)
+        if after is not None:
+            statement = statement.where(Secret.name > after)
+        return (await self.session.execute(statement)).scalars().all()
+
     async def get(self, tenant_id: int, name: str, *, for_update: bool = False) -> Secret | None:
         statement = self._visible(tenant_id).where(Secret.name == name)
         if for_update:

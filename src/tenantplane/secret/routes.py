@@ -10,7 +10,8 @@ from tenantplane.http.errors import error_responses
 from tenantplane.http.etag import NOT_MODIFIED, IfMatch, set_etag
 from tenantplane.http.location import set_location
 from tenantplane.http.names import resource_name_path
-from tenantplane.http.schemas import ItemList
+from tenantplane.http.paging import Paging
+from tenantplane.http.schemas import PagedList
 from tenantplane.idempotency.dependency import (
     IDEMPOTENCY_RESPONSES,
     CapturingRoute,
@@ -51,13 +52,20 @@ async def create_secret(
 
 
 @router.get("")
-async def list_secrets(principal: TenantMember, session: SessionDep) -> ItemList[SecretRead]:
+async def list_secrets(
+    principal: TenantMember, session: SessionDep, paging: Paging
+) -> PagedList[SecretRead]:
     """List the tenant's managed secrets.
 
-    Metadata and sync configuration, never values. Members.
+    Metadata and sync configuration, never values; by name, paged with `limit` and
+    `continue`. Members.
     """
-    secrets = await service.list_secrets(session, principal.tenant_id)
-    return ItemList[SecretRead](items=[SecretRead.of(secret) for secret in secrets])
+    page = paging.page("secrets", principal.tenant_id)
+    secrets, last = await service.list_secrets(session, principal.tenant_id, page)
+    return PagedList[SecretRead](
+        items=[SecretRead.of(secret) for secret in secrets],
+        continue_=paging.next_token("secrets", principal.tenant_id, last),
+    )
 
 
 @router.get("/{name}", responses={**error_responses(404), **NOT_MODIFIED})

@@ -22,6 +22,7 @@ from tenantplane.http.errors import (
 )
 from tenantplane.http.etag import check_if_match
 from tenantplane.http.names import path_name
+from tenantplane.http.paging import WHOLE, Page, SortKey, split_page
 from tenantplane.reconcile import wake_after_commit, wake_now
 from tenantplane.reconcile.hints import notify_expression, notify_in_statement
 from tenantplane.secret.models import Secret, SyncPhase
@@ -173,8 +174,14 @@ def _name_taken(name: str) -> Conflict:
     return Conflict(f"a secret named {name!r} already exists", field="name")
 
 
-async def list_secrets(session: AsyncSession, tenant_id: int) -> Sequence[Secret]:
-    return await SecretRepository.from_session(session).list(tenant_id)
+async def list_secrets(
+    session: AsyncSession, tenant_id: int, page: Page = WHOLE
+) -> tuple[Sequence[Secret], SortKey | None]:
+    """A page of the tenant's secrets by name, and the last one's name when more remain."""
+    after = None if page.after is None else str(page.after[0])
+    limit = None if page.limit is None else page.limit + 1
+    found = await SecretRepository.from_session(session).page(tenant_id, after, limit)
+    return split_page(found, page.limit, lambda secret: (secret.name,))
 
 
 async def get(

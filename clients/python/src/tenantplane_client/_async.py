@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
+from urllib.parse import urlencode
 
 import httpx
 from pydantic import TypeAdapter
@@ -23,6 +24,7 @@ from tenantplane_client._async_groups import (
 )
 from tenantplane_client._common import (
     API_PREFIX,
+    DEFAULT_PAGE_SIZE,
     DEFAULT_TIMEOUT,
     UPDATE_RETRIES,
     Body,
@@ -63,8 +65,11 @@ class AsyncTenantplane:
         transport: httpx.AsyncBaseTransport | None = None,
         user_agent: str = "tenantplane-client",
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        page_size: int = DEFAULT_PAGE_SIZE,
     ) -> None:
         self.tenant = tenant
+        # Items asked per page when a list is walked (``iter``, ``list``), 1 to 1000.
+        self.page_size = page_size
         self.max_response_bytes = max_response_bytes
         self.retry = retry or RetryPolicy()
         self.idempotency_keys = idempotency_keys
@@ -167,6 +172,18 @@ class AsyncTenantplane:
             return None
         return TypeAdapter(model).validate_python(response.json())
 
+    async def items(self, model: type[Any], path: str) -> AsyncIterator[Any]:
+        """Every item of a list, a page of ``page_size`` at a time, following ``continue``
+        until the last page (docs/api.md, "Paging")."""
+        params: dict[str, str] = {"limit": str(self.page_size)}
+        while True:
+            page = await self.call(model, "GET", f"{path}?{urlencode(params)}")
+            for item in page.items:
+                yield item
+            if page.continue_ is None:
+                return
+            params["continue"] = page.continue_
+
     async def get_tenant(self) -> m.TenantRead:
         result: m.TenantRead = await self.call(m.TenantRead, "GET", self.tenant_path)
         return result
@@ -178,12 +195,10 @@ class AsyncTenantplane:
     async def versions(self) -> list[m.VersionRead]:
         """The supported versions, oldest first; the default is the one marked ``default``
         (a list, as every collection the client reads)."""
-        result: m.VersionList = await self.call(m.VersionList, "GET", "/versions")
-        return result.items
+        return [version async for version in self.items(m.VersionList, "/versions")]
 
     async def plans(self) -> list[m.PlanRead]:
-        result: m.ItemListPlanRead = await self.call(m.ItemListPlanRead, "GET", "/plans")
-        return result.items
+        return [plan async for plan in self.items(m.PagedListPlanRead, "/plans")]
 
     async def plan(self, name: str) -> m.PlanRead:
         result: m.PlanRead = await self.call(m.PlanRead, "GET", f"/plans/{_segment(name)}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time as clock
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tenantplane_client import models as m
@@ -34,11 +34,12 @@ class AsyncClusters(_Api):
     def path(self) -> str:
         return f"{self.client.tenant_path}/clusters"
 
+    def iter(self) -> AsyncIterator[m.ClusterRead]:
+        """Every cluster, a page at a time (the client's ``page_size``)."""
+        return self.client.items(m.PagedListClusterRead, self.path)
+
     async def list(self) -> list[m.ClusterRead]:
-        result: m.ItemListClusterRead = await self.client.call(
-            m.ItemListClusterRead, "GET", self.path
-        )
-        return result.items
+        return [item async for item in self.iter()]
 
     async def get(self, name: str) -> m.ClusterRead:
         result: m.ClusterRead = await self.client.call(m.ClusterRead, "GET", self.item(name))
@@ -166,11 +167,12 @@ class AsyncSecrets(_Api):
     def path(self) -> str:
         return f"{self.client.tenant_path}/secrets"
 
+    def iter(self) -> AsyncIterator[m.SecretRead]:
+        """Every secret, a page at a time (the client's ``page_size``)."""
+        return self.client.items(m.PagedListSecretRead, self.path)
+
     async def list(self) -> list[m.SecretRead]:
-        result: m.ItemListSecretRead = await self.client.call(
-            m.ItemListSecretRead, "GET", self.path
-        )
-        return result.items
+        return [item async for item in self.iter()]
 
     async def get(self, name: str) -> m.SecretRead:
         result: m.SecretRead = await self.client.call(m.SecretRead, "GET", self.item(name))

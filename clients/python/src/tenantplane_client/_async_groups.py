@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from tenantplane_client import models as m
@@ -16,11 +16,12 @@ class AsyncMembers(_Api):
     def path(self) -> str:
         return f"{self.client.tenant_path}/members"
 
+    def iter(self) -> AsyncIterator[m.MemberRead]:
+        """Every one, a page at a time (the client's ``page_size``)."""
+        return self.client.items(m.PagedListMemberRead, self.path)
+
     async def list(self) -> list[m.MemberRead]:
-        result: m.ItemListMemberRead = await self.client.call(
-            m.ItemListMemberRead, "GET", self.path
-        )
-        return result.items
+        return [item async for item in self.iter()]
 
     async def get(self, email: str) -> m.MemberRead:
         result: m.MemberRead = await self.client.call(m.MemberRead, "GET", self.item(email))
@@ -47,11 +48,12 @@ class AsyncApiKeys(_Api):
     def path(self) -> str:
         return f"{self.client.tenant_path}/apikeys"
 
+    def iter(self) -> AsyncIterator[m.ApiKeyRead]:
+        """Every one, a page at a time (the client's ``page_size``)."""
+        return self.client.items(m.PagedListApiKeyRead, self.path)
+
     async def list(self) -> list[m.ApiKeyRead]:
-        result: m.ItemListApiKeyRead = await self.client.call(
-            m.ItemListApiKeyRead, "GET", self.path
-        )
-        return result.items
+        return [item async for item in self.iter()]
 
     async def get(self, key_id: str) -> m.ApiKeyRead:
         result: m.ApiKeyRead = await self.client.call(m.ApiKeyRead, "GET", self.item(key_id))
@@ -153,10 +155,10 @@ class AsyncAlerting(_Api):
         return result
 
     async def list_receivers(self) -> list[m.AlertingReceiver]:
-        result: m.AlertingReceiverList = await self.client.call(
-            m.AlertingReceiverList, "GET", f"{self.path}/receivers"
-        )
-        return result.items
+        return [
+            item
+            async for item in self.client.items(m.AlertingReceiverList, f"{self.path}/receivers")
+        ]
 
     async def get_receiver(self, name: str) -> m.AlertingReceiver:
         result: m.AlertingReceiver = await self.client.call(
@@ -176,10 +178,9 @@ class AsyncAlerting(_Api):
         await self.client.request("DELETE", f"{self.path}/receivers/{_segment(name)}")
 
     async def list_routes(self) -> list[m.AlertingRoute]:
-        result: m.AlertingRouteList = await self.client.call(
-            m.AlertingRouteList, "GET", f"{self.path}/routes"
-        )
-        return result.items
+        return [
+            item async for item in self.client.items(m.AlertingRouteList, f"{self.path}/routes")
+        ]
 
     async def get_route(self, index: int) -> m.AlertingRoute:
         result: m.AlertingRoute = await self.client.call(
@@ -199,10 +200,7 @@ class AsyncAlerting(_Api):
         await self.client.request("DELETE", f"{self.path}/routes/{index}")
 
     async def list_templates(self) -> list[m.TemplateRead]:
-        result: m.TemplateList = await self.client.call(
-            m.TemplateList, "GET", f"{self.path}/templates"
-        )
-        return result.items
+        return [item async for item in self.client.items(m.TemplateList, f"{self.path}/templates")]
 
     async def get_template(self, filename: str) -> m.TemplateRead:
         result: m.TemplateRead = await self.client.call(
@@ -223,10 +221,10 @@ class AsyncAlerting(_Api):
         await self.client.request("DELETE", f"{self.path}/templates/{_segment(filename)}")
 
     async def list_time_intervals(self) -> list[m.TimeIntervalRead]:
-        result: m.TimeIntervalList = await self.client.call(
-            m.TimeIntervalList, "GET", f"{self.path}/time-intervals"
-        )
-        return result.items
+        return [
+            item
+            async for item in self.client.items(m.TimeIntervalList, f"{self.path}/time-intervals")
+        ]
 
     async def get_time_interval(self, name: str) -> m.TimeIntervalRead:
         result: m.TimeIntervalRead = await self.client.call(

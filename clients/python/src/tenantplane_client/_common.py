@@ -16,6 +16,9 @@ API_PREFIX = "/api/v1"
 # How many times update() re-reads and reapplies a change refused with 412.
 UPDATE_RETRIES = 3
 DEFAULT_TIMEOUT = 30.0
+# Items asked per page when a list is walked (the server allows 1 to 1000).
+DEFAULT_PAGE_SIZE = 500
+MAX_PAGE_SIZE = 1000
 
 Body = BaseModel | Mapping[str, Any] | None
 Progress = Callable[[m.ClusterRead], None]

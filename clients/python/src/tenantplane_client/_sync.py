@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
+from urllib.parse import urlencode
 
 import httpx
 from pydantic import TypeAdapter
@@ -16,6 +17,7 @@ from pydantic import TypeAdapter
 from tenantplane_client import models as m
 from tenantplane_client._common import (
     API_PREFIX,
+    DEFAULT_PAGE_SIZE,
     DEFAULT_TIMEOUT,
     UPDATE_RETRIES,
     Body,
@@ -64,8 +66,11 @@ class Tenantplane:
         transport: httpx.BaseTransport | None = None,
         user_agent: str = "tenantplane-client",
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        page_size: int = DEFAULT_PAGE_SIZE,
     ) -> None:
         self.tenant = tenant
+        # Items asked per page when a list is walked (``iter``, ``list``), 1 to 1000.
+        self.page_size = page_size
         self.max_response_bytes = max_response_bytes
         self.retry = retry or RetryPolicy()
         self.idempotency_keys = idempotency_keys
@@ -168,6 +173,17 @@ class Tenantplane:
             return None
         return TypeAdapter(model).validate_python(response.json())
 
+    def items(self, model: type[Any], path: str) -> Iterator[Any]:
+        """Every item of a list, a page of ``page_size`` at a time, following ``continue``
+        until the last page (docs/api.md, "Paging")."""
+        params: dict[str, str] = {"limit": str(self.page_size)}
+        while True:
+            page = self.call(model, "GET", f"{path}?{urlencode(params)}")
+            yield from page.items
+            if page.continue_ is None:
+                return
+            params["continue"] = page.continue_
+
     def get_tenant(self) -> m.TenantRead:
         result: m.TenantRead = self.call(m.TenantRead, "GET", self.tenant_path)
         return result
@@ -179,12 +195,10 @@ class Tenantplane:
     def versions(self) -> list[m.VersionRead]:
         """The supported versions, oldest first; the default is the one marked ``default``
         (a list, as every collection the client reads)."""
-        result: m.VersionList = self.call(m.VersionList, "GET", "/versions")
-        return result.items
+        return [version for version in self.items(m.VersionList, "/versions")]
 
     def plans(self) -> list[m.PlanRead]:
-        result: m.ItemListPlanRead = self.call(m.ItemListPlanRead, "GET", "/plans")
-        return result.items
+        return [plan for plan in self.items(m.PagedListPlanRead, "/plans")]
 
     def plan(self, name: str) -> m.PlanRead:
         result: m.PlanRead = self.call(m.PlanRead, "GET", f"/plans/{_segment(name)}")

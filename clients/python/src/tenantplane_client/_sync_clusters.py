@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 import time as clock
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tenantplane_client import models as m
@@ -35,9 +35,12 @@ class Clusters(_Api):
     def path(self) -> str:
         return f"{self.client.tenant_path}/clusters"
 
+    def iter(self) -> Iterator[m.ClusterRead]:
+        """Every cluster, a page at a time (the client's ``page_size``)."""
+        return self.client.items(m.PagedListClusterRead, self.path)
+
     def list(self) -> list[m.ClusterRead]:
-        result: m.ItemListClusterRead = self.client.call(m.ItemListClusterRead, "GET", self.path)
-        return result.items
+        return [item for item in self.iter()]
 
     def get(self, name: str) -> m.ClusterRead:
         result: m.ClusterRead = self.client.call(m.ClusterRead, "GET", self.item(name))
@@ -165,9 +168,12 @@ class Secrets(_Api):
     def path(self) -> str:
         return f"{self.client.tenant_path}/secrets"
 
+    def iter(self) -> Iterator[m.SecretRead]:
+        """Every secret, a page at a time (the client's ``page_size``)."""
+        return self.client.items(m.PagedListSecretRead, self.path)
+
     def list(self) -> list[m.SecretRead]:
-        result: m.ItemListSecretRead = self.client.call(m.ItemListSecretRead, "GET", self.path)
-        return result.items
+        return [item for item in self.iter()]
 
     def get(self, name: str) -> m.SecretRead:
         result: m.SecretRead = self.client.call(m.SecretRead, "GET", self.item(name))

@@ -230,6 +230,7 @@ class AlertingReceiver(Model):
 class AlertingReceiverList(Model):
     """AlertingReceiverList."""
 
+    continue_: str | None = Field(default=None, alias="continue")
     items: list[AlertingReceiver]
 
 
@@ -253,6 +254,7 @@ class AlertingRoute(Model):
 class AlertingRouteList(Model):
     """AlertingRouteList."""
 
+    continue_: str | None = Field(default=None, alias="continue")
     items: list[AlertingRoute]
 
 
@@ -555,40 +557,10 @@ class InvoiceStatus(Model):
     total: str
 
 
-class ItemListApiKeyRead(Model):
-    """ItemList[ApiKeyRead]."""
-
-    items: list[ApiKeyRead]
-
-
-class ItemListClusterRead(Model):
-    """ItemList[ClusterRead]."""
-
-    items: list[ClusterRead]
-
-
 class ItemListInvoiceRead(Model):
     """ItemList[InvoiceRead]."""
 
     items: list[InvoiceRead]
-
-
-class ItemListMemberRead(Model):
-    """ItemList[MemberRead]."""
-
-    items: list[MemberRead]
-
-
-class ItemListPlanRead(Model):
-    """ItemList[PlanRead]."""
-
-    items: list[PlanRead]
-
-
-class ItemListSecretRead(Model):
-    """ItemList[SecretRead]."""
-
-    items: list[SecretRead]
 
 
 class LimitsRead(Model):
@@ -627,6 +599,41 @@ class MeterRead(Model):
     name: str
     price: str
     unit: str
+
+
+class PagedListApiKeyRead(Model):
+    """PagedList[ApiKeyRead]."""
+
+    continue_: str | None = Field(default=None, alias="continue")
+    items: list[ApiKeyRead]
+
+
+class PagedListClusterRead(Model):
+    """PagedList[ClusterRead]."""
+
+    continue_: str | None = Field(default=None, alias="continue")
+    items: list[ClusterRead]
+
+
+class PagedListMemberRead(Model):
+    """PagedList[MemberRead]."""
+
+    continue_: str | None = Field(default=None, alias="continue")
+    items: list[MemberRead]
+
+
+class PagedListPlanRead(Model):
+    """PagedList[PlanRead]."""
+
+    continue_: str | None = Field(default=None, alias="continue")
+    items: list[PlanRead]
+
+
+class PagedListSecretRead(Model):
+    """PagedList[SecretRead]."""
+
+    continue_: str | None = Field(default=None, alias="continue")
+    items: list[SecretRead]
 
 
 class PlanRead(Model):
@@ -737,6 +744,7 @@ class SyncTargetRead(Model):
 class TemplateList(Model):
     """TemplateList."""
 
+    continue_: str | None = Field(default=None, alias="continue")
     items: list[TemplateRead]
 
 
@@ -775,6 +783,7 @@ class TenantUpdate(Model):
 class TimeIntervalList(Model):
     """TimeIntervalList."""
 
+    continue_: str | None = Field(default=None, alias="continue")
     items: list[TimeIntervalRead]
 
 
@@ -795,6 +804,7 @@ class TimeIntervalWrite(Model):
 class VersionList(Model):
     """VersionList."""
 
+    continue_: str | None = Field(default=None, alias="continue")
     default: str
     items: list[VersionRead]
 
@@ -854,17 +864,17 @@ MODELS: tuple[type[Model], ...] = (
     Health,
     InvoiceRead,
     InvoiceStatus,
-    ItemListApiKeyRead,
-    ItemListClusterRead,
     ItemListInvoiceRead,
-    ItemListMemberRead,
-    ItemListPlanRead,
-    ItemListSecretRead,
     LimitsRead,
     MemberCreate,
     MemberRead,
     MemberUpdate,
     MeterRead,
+    PagedListApiKeyRead,
+    PagedListClusterRead,
+    PagedListMemberRead,
+    PagedListPlanRead,
+    PagedListSecretRead,
     PlanRead,
     PortalSessionRead,
     PricesRead,
@@ -935,17 +945,17 @@ SCHEMA_NAMES: dict[str, type[Model]] = {
     "Health": Health,
     "InvoiceRead": InvoiceRead,
     "InvoiceStatus": InvoiceStatus,
-    "ItemList_ApiKeyRead_": ItemListApiKeyRead,
-    "ItemList_ClusterRead_": ItemListClusterRead,
     "ItemList_InvoiceRead_": ItemListInvoiceRead,
-    "ItemList_MemberRead_": ItemListMemberRead,
-    "ItemList_PlanRead_": ItemListPlanRead,
-    "ItemList_SecretRead_": ItemListSecretRead,
     "LimitsRead": LimitsRead,
     "MemberCreate": MemberCreate,
     "MemberRead": MemberRead,
     "MemberUpdate": MemberUpdate,
     "MeterRead": MeterRead,
+    "PagedList_ApiKeyRead_": PagedListApiKeyRead,
+    "PagedList_ClusterRead_": PagedListClusterRead,
+    "PagedList_MemberRead_": PagedListMemberRead,
+    "PagedList_PlanRead_": PagedListPlanRead,
+    "PagedList_SecretRead_": PagedListSecretRead,
     "PlanRead": PlanRead,
     "PortalSessionRead": PortalSessionRead,
     "PricesRead": PricesRead,

@@ -122,7 +122,12 @@ def client(profile: profiles.Profile | None = None) -> Iterator[Tenantplane]:
             )
         )
     with Tenantplane(
-        url, tenant, credential, retry=retry, user_agent=f"tpctl/{__version__}"
+        url,
+        tenant,
+        credential,
+        retry=retry,
+        user_agent=f"tpctl/{__version__}",
+        page_size=profiles.page_size(),
     ) as api:
         yield api
 

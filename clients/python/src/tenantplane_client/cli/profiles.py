@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import platformdirs
 import yaml
 
-from tenantplane_client._common import authorization
+from tenantplane_client._common import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, authorization
 
 ENV_URL = "TPCTL_URL"
 ENV_TENANT = "TPCTL_TENANT"
@@ -26,6 +26,7 @@ ENV_API_KEY = "TPCTL_API_KEY"
 ENV_TOKEN = "TPCTL_TOKEN"  # noqa: S105 (the variable's name, not a token)
 ENV_PROFILE = "TPCTL_PROFILE"
 ENV_RETRY_BASE = "TPCTL_RETRY_BASE_SECONDS"
+ENV_PAGE_SIZE = "TPCTL_PAGE_SIZE"
 DEFAULT_PROFILE = "default"
 
 
@@ -187,6 +188,16 @@ def retry_base_seconds() -> float:
     if not 0 <= seconds <= 30:
         raise ConfigError(f"{ENV_RETRY_BASE} must be between 0 and 30 seconds")
     return seconds
+
+
+def page_size() -> int:
+    """Items asked per page when a list is walked (every list is walked to its end)."""
+    value = os.environ.get(ENV_PAGE_SIZE)
+    if not value:
+        return DEFAULT_PAGE_SIZE
+    if not value.isdigit() or not 1 <= int(value) <= MAX_PAGE_SIZE:
+        raise ConfigError(f"{ENV_PAGE_SIZE} must be a whole number from 1 to {MAX_PAGE_SIZE}")
+    return int(value)
 
 
 def sent_in_clear(url: str) -> bool:
