@@ -344,7 +344,9 @@ type AlertingReceiver struct {
 
 // AlertingReceiverList defines model for AlertingReceiverList.
 type AlertingReceiverList struct {
-	Items []AlertingReceiver `json:"items"`
+	// Continue Present when more items remain: pass it as `continue` for the next page.
+	Continue *string            `json:"continue,omitempty"`
+	Items    []AlertingReceiver `json:"items"`
 }
 
 // AlertingRoute A route; `routes` nest at most 32 levels below the root route.
@@ -371,7 +373,9 @@ type AlertingRoute struct {
 
 // AlertingRouteList defines model for AlertingRouteList.
 type AlertingRouteList struct {
-	Items []AlertingRoute `json:"items"`
+	// Continue Present when more items remain: pass it as `continue` for the next page.
+	Continue *string         `json:"continue,omitempty"`
+	Items    []AlertingRoute `json:"items"`
 }
 
 // AlertingSlackAction defines model for AlertingSlackAction.
@@ -658,34 +662,9 @@ type InvoiceStatus struct {
 	Total                 string                   `json:"total"`
 }
 
-// ItemListApiKeyRead defines model for ItemList_ApiKeyRead_.
-type ItemListApiKeyRead struct {
-	Items []ApiKeyRead `json:"items"`
-}
-
-// ItemListClusterRead defines model for ItemList_ClusterRead_.
-type ItemListClusterRead struct {
-	Items []ClusterRead `json:"items"`
-}
-
 // ItemListInvoiceRead defines model for ItemList_InvoiceRead_.
 type ItemListInvoiceRead struct {
 	Items []InvoiceRead `json:"items"`
-}
-
-// ItemListMemberRead defines model for ItemList_MemberRead_.
-type ItemListMemberRead struct {
-	Items []MemberRead `json:"items"`
-}
-
-// ItemListPlanRead defines model for ItemList_PlanRead_.
-type ItemListPlanRead struct {
-	Items []PlanRead `json:"items"`
-}
-
-// ItemListSecretRead defines model for ItemList_SecretRead_.
-type ItemListSecretRead struct {
-	Items []SecretRead `json:"items"`
 }
 
 // JsonValue defines model for JsonValue.
@@ -722,6 +701,41 @@ type MeterRead struct {
 	Name     string `json:"name"`
 	Price    string `json:"price"`
 	Unit     string `json:"unit"`
+}
+
+// PagedListApiKeyRead defines model for PagedList_ApiKeyRead_.
+type PagedListApiKeyRead struct {
+	// Continue Present when more items remain: pass it as `continue` for the next page.
+	Continue *string      `json:"continue,omitempty"`
+	Items    []ApiKeyRead `json:"items"`
+}
+
+// PagedListClusterRead defines model for PagedList_ClusterRead_.
+type PagedListClusterRead struct {
+	// Continue Present when more items remain: pass it as `continue` for the next page.
+	Continue *string       `json:"continue,omitempty"`
+	Items    []ClusterRead `json:"items"`
+}
+
+// PagedListMemberRead defines model for PagedList_MemberRead_.
+type PagedListMemberRead struct {
+	// Continue Present when more items remain: pass it as `continue` for the next page.
+	Continue *string      `json:"continue,omitempty"`
+	Items    []MemberRead `json:"items"`
+}
+
+// PagedListPlanRead defines model for PagedList_PlanRead_.
+type PagedListPlanRead struct {
+	// Continue Present when more items remain: pass it as `continue` for the next page.
+	Continue *string    `json:"continue,omitempty"`
+	Items    []PlanRead `json:"items"`
+}
+
+// PagedListSecretRead defines model for PagedList_SecretRead_.
+type PagedListSecretRead struct {
+	// Continue Present when more items remain: pass it as `continue` for the next page.
+	Continue *string      `json:"continue,omitempty"`
+	Items    []SecretRead `json:"items"`
 }
 
 // Plan defines model for Plan.
@@ -830,7 +844,9 @@ type SyncTargetRead struct {
 
 // TemplateList defines model for TemplateList.
 type TemplateList struct {
-	Items []TemplateRead `json:"items"`
+	// Continue Present when more items remain: pass it as `continue` for the next page.
+	Continue *string        `json:"continue,omitempty"`
+	Items    []TemplateRead `json:"items"`
 }
 
 // TemplateRead defines model for TemplateRead.
@@ -869,7 +885,9 @@ type TenantUpdate struct {
 
 // TimeIntervalList defines model for TimeIntervalList.
 type TimeIntervalList struct {
-	Items []TimeIntervalRead `json:"items"`
+	// Continue Present when more items remain: pass it as `continue` for the next page.
+	Continue *string            `json:"continue,omitempty"`
+	Items    []TimeIntervalRead `json:"items"`
 }
 
 // TimeIntervalRead defines model for TimeIntervalRead.
@@ -886,8 +904,10 @@ type TimeIntervalWrite struct {
 
 // VersionList defines model for VersionList.
 type VersionList struct {
-	Default string        `json:"default"`
-	Items   []VersionRead `json:"items"`
+	// Continue Present when more items remain: pass it as `continue` for the next page.
+	Continue *string       `json:"continue,omitempty"`
+	Default  string        `json:"default"`
+	Items    []VersionRead `json:"items"`
 }
 
 // VersionRead defines model for VersionRead.
@@ -896,6 +916,15 @@ type VersionRead struct {
 	KubernetesVersion string `json:"kubernetesVersion"`
 	Retiring          bool   `json:"retiring"`
 	Version           string `json:"version"`
+}
+
+// ListPlansParams defines parameters for ListPlans.
+type ListPlansParams struct {
+	// Limit At most this many items; paging starts.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Continue The token a previous page answered as `continue`: the next page.
+	Continue *string `form:"continue,omitempty" json:"continue,omitempty"`
 }
 
 // GetTenantParams defines parameters for GetTenant.
@@ -936,6 +965,12 @@ type PutGlobalParams struct {
 
 // ListReceiversParams defines parameters for ListReceivers.
 type ListReceiversParams struct {
+	// Limit At most this many items; paging starts.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Continue The token a previous page answered as `continue`: the next page.
+	Continue *string `form:"continue,omitempty" json:"continue,omitempty"`
+
 	// IfNoneMatch ETags the client holds (`"17"`, a list, `W/` prefixes, or `*`): 304 with no body when one names the current version (weak comparison)
 	IfNoneMatch *string `json:"If-None-Match,omitempty"`
 }
@@ -972,6 +1007,12 @@ type PutRootRouteParams struct {
 
 // ListRoutesParams defines parameters for ListRoutes.
 type ListRoutesParams struct {
+	// Limit At most this many items; paging starts.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Continue The token a previous page answered as `continue`: the next page.
+	Continue *string `form:"continue,omitempty" json:"continue,omitempty"`
+
 	// IfNoneMatch ETags the client holds (`"17"`, a list, `W/` prefixes, or `*`): 304 with no body when one names the current version (weak comparison)
 	IfNoneMatch *string `json:"If-None-Match,omitempty"`
 }
@@ -996,6 +1037,12 @@ type PutRouteParams struct {
 
 // ListTemplatesParams defines parameters for ListTemplates.
 type ListTemplatesParams struct {
+	// Limit At most this many items; paging starts.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Continue The token a previous page answered as `continue`: the next page.
+	Continue *string `form:"continue,omitempty" json:"continue,omitempty"`
+
 	// IfNoneMatch ETags the client holds (`"17"`, a list, `W/` prefixes, or `*`): 304 with no body when one names the current version (weak comparison)
 	IfNoneMatch *string `json:"If-None-Match,omitempty"`
 }
@@ -1020,6 +1067,12 @@ type PutTemplateParams struct {
 
 // ListTimeIntervalsParams defines parameters for ListTimeIntervals.
 type ListTimeIntervalsParams struct {
+	// Limit At most this many items; paging starts.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Continue The token a previous page answered as `continue`: the next page.
+	Continue *string `form:"continue,omitempty" json:"continue,omitempty"`
+
 	// IfNoneMatch ETags the client holds (`"17"`, a list, `W/` prefixes, or `*`): 304 with no body when one names the current version (weak comparison)
 	IfNoneMatch *string `json:"If-None-Match,omitempty"`
 }
@@ -1042,6 +1095,15 @@ type PutTimeIntervalParams struct {
 	IfMatch *string `json:"If-Match,omitempty"`
 }
 
+// ListApiKeysParams defines parameters for ListApiKeys.
+type ListApiKeysParams struct {
+	// Limit At most this many items; paging starts.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Continue The token a previous page answered as `continue`: the next page.
+	Continue *string `form:"continue,omitempty" json:"continue,omitempty"`
+}
+
 // CreateApiKeyParams defines parameters for CreateApiKey.
 type CreateApiKeyParams struct {
 	// IdempotencyKey Makes the request safe to retry: an sf-string (`"…"`, a bare value is accepted too) of 1-255 printable ASCII characters, unique per request (a UUID). The first response is kept for 24 hours and answered again, with `Idempotent-Replayed: true`, to a repeat with the same body.
@@ -1058,6 +1120,15 @@ type GetApiKeyParams struct {
 type CreatePortalSessionParams struct {
 	// IdempotencyKey Makes the request safe to retry: an sf-string (`"…"`, a bare value is accepted too) of 1-255 printable ASCII characters, unique per request (a UUID). The first response is kept for 24 hours and answered again, with `Idempotent-Replayed: true`, to a repeat with the same body.
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
+// ListClustersParams defines parameters for ListClusters.
+type ListClustersParams struct {
+	// Limit At most this many items; paging starts.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Continue The token a previous page answered as `continue`: the next page.
+	Continue *string `form:"continue,omitempty" json:"continue,omitempty"`
 }
 
 // CreateClusterParams defines parameters for CreateCluster.
@@ -1092,6 +1163,12 @@ type GetInvoiceParams struct {
 
 // ListMembersParams defines parameters for ListMembers.
 type ListMembersParams struct {
+	// Limit At most this many items; paging starts.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Continue The token a previous page answered as `continue`: the next page.
+	Continue *string `form:"continue,omitempty" json:"continue,omitempty"`
+
 	// IfNoneMatch ETags the client holds (`"17"`, a list, `W/` prefixes, or `*`): 304 with no body when one names the current version (weak comparison)
 	IfNoneMatch *string `json:"If-None-Match,omitempty"`
 }
@@ -1123,6 +1200,15 @@ type UpdateMemberParams struct {
 	IfMatch *string `json:"If-Match,omitempty"`
 }
 
+// ListSecretsParams defines parameters for ListSecrets.
+type ListSecretsParams struct {
+	// Limit At most this many items; paging starts.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Continue The token a previous page answered as `continue`: the next page.
+	Continue *string `form:"continue,omitempty" json:"continue,omitempty"`
+}
+
 // CreateSecretParams defines parameters for CreateSecret.
 type CreateSecretParams struct {
 	// IdempotencyKey Makes the request safe to retry: an sf-string (`"…"`, a bare value is accepted too) of 1-255 printable ASCII characters, unique per request (a UUID). The first response is kept for 24 hours and answered again, with `Idempotent-Replayed: true`, to a repeat with the same body.
@@ -1145,6 +1231,15 @@ type GetSecretParams struct {
 type UpdateSecretParams struct {
 	// IfMatch The resource's ETag ("17"), its bare version (17) or *.
 	IfMatch *string `json:"If-Match,omitempty"`
+}
+
+// ListVersionsParams defines parameters for ListVersions.
+type ListVersionsParams struct {
+	// Limit At most this many items; paging starts.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Continue The token a previous page answered as `continue`: the next page.
+	Continue *string `form:"continue,omitempty" json:"continue,omitempty"`
 }
 
 // ReceivePaddleWebhookJSONBody defines parameters for ReceivePaddleWebhook.
@@ -1280,10 +1375,11 @@ type ClientInterface interface {
 
 	// ListPlans List the plans
 	//
-	// The plan catalogue, read-only: each plan's limits and prices. Any authenticated caller.
+	// The plan catalogue, read-only: each plan's limits and prices; pages with `limit` and
+	// `continue`. Any authenticated caller.
 	//
 	// Corresponds with GET /api/v1/plans (the `ListPlans` operationId).
-	ListPlans(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListPlans(ctx context.Context, params *ListPlansParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetPlan Get a plan
 	//
@@ -1506,10 +1602,11 @@ type ClientInterface interface {
 
 	// ListApiKeys List the tenant's API keys
 	//
-	// Key metadata only, never the raw keys. Admin.
+	// Key metadata only, never the raw keys; oldest first, paged with `limit` and `continue`.
+	// Admin.
 	//
 	// Corresponds with GET /api/v1/tenants/{tenant}/apikeys (the `ListApiKeys` operationId).
-	ListApiKeys(ctx context.Context, tenant string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListApiKeys(ctx context.Context, tenant string, params *ListApiKeysParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateApiKeyWithBody Create an API key
 	//
@@ -1555,10 +1652,10 @@ type ClientInterface interface {
 
 	// ListClusters List the tenant's clusters
 	//
-	// Members.
+	// Oldest first; pages with `limit` and `continue`. Members.
 	//
 	// Corresponds with GET /api/v1/tenants/{tenant}/clusters (the `ListClusters` operationId).
-	ListClusters(ctx context.Context, tenant string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListClusters(ctx context.Context, tenant string, params *ListClustersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateClusterWithBody Create a cluster
 	//
@@ -1654,7 +1751,8 @@ type ClientInterface interface {
 
 	// ListMembers List the tenant's members
 	//
-	// The ETag answered is the member list's version, for If-Match on add. Members.
+	// By email, paged with `limit` and `continue`. The ETag answered is the member list's
+	// version, for If-Match on add. Members.
 	//
 	// Corresponds with GET /api/v1/tenants/{tenant}/members (the `ListMembers` operationId).
 	ListMembers(ctx context.Context, tenant string, params *ListMembersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1714,10 +1812,11 @@ type ClientInterface interface {
 
 	// ListSecrets List the tenant's managed secrets
 	//
-	// Metadata and sync configuration, never values. Members.
+	// Metadata and sync configuration, never values; by name, paged with `limit` and
+	// `continue`. Members.
 	//
 	// Corresponds with GET /api/v1/tenants/{tenant}/secrets (the `ListSecrets` operationId).
-	ListSecrets(ctx context.Context, tenant string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListSecrets(ctx context.Context, tenant string, params *ListSecretsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateSecretWithBody Create a managed secret
 	//
@@ -1771,11 +1870,11 @@ type ClientInterface interface {
 
 	// ListVersions List supported Kubernetes versions
 	//
-	// The versions clusters may be created with or upgraded to, and the default. Any authenticated
-	// caller.
+	// The versions clusters may be created with or upgraded to, and the default; pages with
+	// `limit` and `continue`. Any authenticated caller.
 	//
 	// Corresponds with GET /api/v1/versions (the `ListVersions` operationId).
-	ListVersions(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListVersions(ctx context.Context, params *ListVersionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ReceivePaddleWebhookWithBody Receive a Paddle notification
 	//
@@ -1823,11 +1922,12 @@ type ClientInterface interface {
 
 // ListPlans List the plans
 //
-// The plan catalogue, read-only: each plan's limits and prices. Any authenticated caller.
+// The plan catalogue, read-only: each plan's limits and prices; pages with `limit` and
+// `continue`. Any authenticated caller.
 //
 // Corresponds with GET /api/v1/plans (the `ListPlans` operationId).
-func (c *GeneratedClient) ListPlans(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListPlansRequest(c.Server)
+func (c *GeneratedClient) ListPlans(ctx context.Context, params *ListPlansParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListPlansRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2399,11 +2499,12 @@ func (c *GeneratedClient) PutTimeInterval(ctx context.Context, tenant string, na
 
 // ListApiKeys List the tenant's API keys
 //
-// Key metadata only, never the raw keys. Admin.
+// Key metadata only, never the raw keys; oldest first, paged with `limit` and `continue`.
+// Admin.
 //
 // Corresponds with GET /api/v1/tenants/{tenant}/apikeys (the `ListApiKeys` operationId).
-func (c *GeneratedClient) ListApiKeys(ctx context.Context, tenant string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListApiKeysRequest(c.Server, tenant)
+func (c *GeneratedClient) ListApiKeys(ctx context.Context, tenant string, params *ListApiKeysParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListApiKeysRequest(c.Server, tenant, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2508,11 +2609,11 @@ func (c *GeneratedClient) CreatePortalSession(ctx context.Context, tenant string
 
 // ListClusters List the tenant's clusters
 //
-// Members.
+// Oldest first; pages with `limit` and `continue`. Members.
 //
 // Corresponds with GET /api/v1/tenants/{tenant}/clusters (the `ListClusters` operationId).
-func (c *GeneratedClient) ListClusters(ctx context.Context, tenant string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListClustersRequest(c.Server, tenant)
+func (c *GeneratedClient) ListClusters(ctx context.Context, tenant string, params *ListClustersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListClustersRequest(c.Server, tenant, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2727,7 +2828,8 @@ func (c *GeneratedClient) GetReceipt(ctx context.Context, tenant string, name st
 
 // ListMembers List the tenant's members
 //
-// The ETag answered is the member list's version, for If-Match on add. Members.
+// By email, paged with `limit` and `continue`. The ETag answered is the member list's
+// version, for If-Match on add. Members.
 //
 // Corresponds with GET /api/v1/tenants/{tenant}/members (the `ListMembers` operationId).
 func (c *GeneratedClient) ListMembers(ctx context.Context, tenant string, params *ListMembersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2857,11 +2959,12 @@ func (c *GeneratedClient) UpdateMember(ctx context.Context, tenant string, email
 
 // ListSecrets List the tenant's managed secrets
 //
-// Metadata and sync configuration, never values. Members.
+// Metadata and sync configuration, never values; by name, paged with `limit` and
+// `continue`. Members.
 //
 // Corresponds with GET /api/v1/tenants/{tenant}/secrets (the `ListSecrets` operationId).
-func (c *GeneratedClient) ListSecrets(ctx context.Context, tenant string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListSecretsRequest(c.Server, tenant)
+func (c *GeneratedClient) ListSecrets(ctx context.Context, tenant string, params *ListSecretsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSecretsRequest(c.Server, tenant, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2984,12 +3087,12 @@ func (c *GeneratedClient) UpdateSecret(ctx context.Context, tenant string, name 
 
 // ListVersions List supported Kubernetes versions
 //
-// The versions clusters may be created with or upgraded to, and the default. Any authenticated
-// caller.
+// The versions clusters may be created with or upgraded to, and the default; pages with
+// `limit` and `continue`. Any authenticated caller.
 //
 // Corresponds with GET /api/v1/versions (the `ListVersions` operationId).
-func (c *GeneratedClient) ListVersions(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListVersionsRequest(c.Server)
+func (c *GeneratedClient) ListVersions(ctx context.Context, params *ListVersionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListVersionsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3094,7 +3197,7 @@ func (c *GeneratedClient) GetReadiness(ctx context.Context, reqEditors ...Reques
 }
 
 // NewListPlansRequest constructs an http.Request for the ListPlans method
-func NewListPlansRequest(server string) (*http.Request, error) {
+func NewListPlansRequest(server string, params *ListPlansParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -3110,6 +3213,45 @@ func NewListPlansRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Continue != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "continue", *params.Continue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -3547,6 +3689,45 @@ func NewListReceiversRequest(server string, tenant string, params *ListReceivers
 		return nil, err
 	}
 
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Continue != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "continue", *params.Continue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
@@ -3888,6 +4069,45 @@ func NewListRoutesRequest(server string, tenant string, params *ListRoutesParams
 		return nil, err
 	}
 
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Continue != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "continue", *params.Continue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
@@ -4116,6 +4336,45 @@ func NewListTemplatesRequest(server string, tenant string, params *ListTemplates
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Continue != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "continue", *params.Continue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -4348,6 +4607,45 @@ func NewListTimeIntervalsRequest(server string, tenant string, params *ListTimeI
 		return nil, err
 	}
 
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Continue != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "continue", *params.Continue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
@@ -4553,7 +4851,7 @@ func NewPutTimeIntervalRequestWithBody(server string, tenant string, name string
 }
 
 // NewListApiKeysRequest constructs an http.Request for the ListApiKeys method
-func NewListApiKeysRequest(server string, tenant string) (*http.Request, error) {
+func NewListApiKeysRequest(server string, tenant string, params *ListApiKeysParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -4576,6 +4874,45 @@ func NewListApiKeysRequest(server string, tenant string) (*http.Request, error) 
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Continue != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "continue", *params.Continue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -4795,7 +5132,7 @@ func NewCreatePortalSessionRequest(server string, tenant string, params *CreateP
 }
 
 // NewListClustersRequest constructs an http.Request for the ListClusters method
-func NewListClustersRequest(server string, tenant string) (*http.Request, error) {
+func NewListClustersRequest(server string, tenant string, params *ListClustersParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -4818,6 +5155,45 @@ func NewListClustersRequest(server string, tenant string) (*http.Request, error)
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Continue != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "continue", *params.Continue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -5310,6 +5686,45 @@ func NewListMembersRequest(server string, tenant string, params *ListMembersPara
 		return nil, err
 	}
 
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Continue != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "continue", *params.Continue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
@@ -5588,7 +6003,7 @@ func NewUpdateMemberRequestWithBody(server string, tenant string, email string, 
 }
 
 // NewListSecretsRequest constructs an http.Request for the ListSecrets method
-func NewListSecretsRequest(server string, tenant string) (*http.Request, error) {
+func NewListSecretsRequest(server string, tenant string, params *ListSecretsParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -5611,6 +6026,45 @@ func NewListSecretsRequest(server string, tenant string) (*http.Request, error) 
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Continue != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "continue", *params.Continue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -5865,7 +6319,7 @@ func NewUpdateSecretRequestWithBody(server string, tenant string, name string, p
 }
 
 // NewListVersionsRequest constructs an http.Request for the ListVersions method
-func NewListVersionsRequest(server string) (*http.Request, error) {
+func NewListVersionsRequest(server string, params *ListVersionsParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -5881,6 +6335,45 @@ func NewListVersionsRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Continue != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "continue", *params.Continue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -6071,12 +6564,13 @@ type ClientWithResponsesInterface interface {
 
 	// ListPlansWithResponse List the plans
 	//
-	// The plan catalogue, read-only: each plan's limits and prices. Any authenticated caller.
+	// The plan catalogue, read-only: each plan's limits and prices; pages with `limit` and
+	// `continue`. Any authenticated caller.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/plans (the `ListPlans` operationId).
-	ListPlansWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListPlansResponse, error)
+	ListPlansWithResponse(ctx context.Context, params *ListPlansParams, reqEditors ...RequestEditorFn) (*ListPlansResponse, error)
 
 	// GetPlanWithResponse Get a plan
 	//
@@ -6335,12 +6829,13 @@ type ClientWithResponsesInterface interface {
 
 	// ListApiKeysWithResponse List the tenant's API keys
 	//
-	// Key metadata only, never the raw keys. Admin.
+	// Key metadata only, never the raw keys; oldest first, paged with `limit` and `continue`.
+	// Admin.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/tenants/{tenant}/apikeys (the `ListApiKeys` operationId).
-	ListApiKeysWithResponse(ctx context.Context, tenant string, reqEditors ...RequestEditorFn) (*ListApiKeysResponse, error)
+	ListApiKeysWithResponse(ctx context.Context, tenant string, params *ListApiKeysParams, reqEditors ...RequestEditorFn) (*ListApiKeysResponse, error)
 
 	// CreateApiKeyWithBodyWithResponse Create an API key
 	//
@@ -6392,12 +6887,12 @@ type ClientWithResponsesInterface interface {
 
 	// ListClustersWithResponse List the tenant's clusters
 	//
-	// Members.
+	// Oldest first; pages with `limit` and `continue`. Members.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/tenants/{tenant}/clusters (the `ListClusters` operationId).
-	ListClustersWithResponse(ctx context.Context, tenant string, reqEditors ...RequestEditorFn) (*ListClustersResponse, error)
+	ListClustersWithResponse(ctx context.Context, tenant string, params *ListClustersParams, reqEditors ...RequestEditorFn) (*ListClustersResponse, error)
 
 	// CreateClusterWithBodyWithResponse Create a cluster
 	//
@@ -6507,7 +7002,8 @@ type ClientWithResponsesInterface interface {
 
 	// ListMembersWithResponse List the tenant's members
 	//
-	// The ETag answered is the member list's version, for If-Match on add. Members.
+	// By email, paged with `limit` and `continue`. The ETag answered is the member list's
+	// version, for If-Match on add. Members.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6573,12 +7069,13 @@ type ClientWithResponsesInterface interface {
 
 	// ListSecretsWithResponse List the tenant's managed secrets
 	//
-	// Metadata and sync configuration, never values. Members.
+	// Metadata and sync configuration, never values; by name, paged with `limit` and
+	// `continue`. Members.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/tenants/{tenant}/secrets (the `ListSecrets` operationId).
-	ListSecretsWithResponse(ctx context.Context, tenant string, reqEditors ...RequestEditorFn) (*ListSecretsResponse, error)
+	ListSecretsWithResponse(ctx context.Context, tenant string, params *ListSecretsParams, reqEditors ...RequestEditorFn) (*ListSecretsResponse, error)
 
 	// CreateSecretWithBodyWithResponse Create a managed secret
 	//
@@ -6636,13 +7133,13 @@ type ClientWithResponsesInterface interface {
 
 	// ListVersionsWithResponse List supported Kubernetes versions
 	//
-	// The versions clusters may be created with or upgraded to, and the default. Any authenticated
-	// caller.
+	// The versions clusters may be created with or upgraded to, and the default; pages with
+	// `limit` and `continue`. Any authenticated caller.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/versions (the `ListVersions` operationId).
-	ListVersionsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListVersionsResponse, error)
+	ListVersionsWithResponse(ctx context.Context, params *ListVersionsParams, reqEditors ...RequestEditorFn) (*ListVersionsResponse, error)
 
 	// ReceivePaddleWebhookWithBodyWithResponse Receive a Paddle notification
 	//
@@ -6756,7 +7253,7 @@ type ListPlansResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ItemListPlanRead
+	JSON200 *PagedListPlanRead
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *ErrorEnvelope
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -6790,7 +7287,7 @@ type ListPlansResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListPlansResponse) GetJSON200() *ItemListPlanRead {
+func (r ListPlansResponse) GetJSON200() *PagedListPlanRead {
 	return r.JSON200
 }
 
@@ -11980,7 +12477,7 @@ type ListApiKeysResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ItemListApiKeyRead
+	JSON200 *PagedListApiKeyRead
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *ErrorEnvelope
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -12014,7 +12511,7 @@ type ListApiKeysResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListApiKeysResponse) GetJSON200() *ItemListApiKeyRead {
+func (r ListApiKeysResponse) GetJSON200() *PagedListApiKeyRead {
 	return r.JSON200
 }
 
@@ -12949,7 +13446,7 @@ type ListClustersResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ItemListClusterRead
+	JSON200 *PagedListClusterRead
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *ErrorEnvelope
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -12983,7 +13480,7 @@ type ListClustersResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListClustersResponse) GetJSON200() *ItemListClusterRead {
+func (r ListClustersResponse) GetJSON200() *PagedListClusterRead {
 	return r.JSON200
 }
 
@@ -14909,7 +15406,7 @@ type ListMembersResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ItemListMemberRead
+	JSON200 *PagedListMemberRead
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *ErrorEnvelope
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -14945,7 +15442,7 @@ type ListMembersResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListMembersResponse) GetJSON200() *ItemListMemberRead {
+func (r ListMembersResponse) GetJSON200() *PagedListMemberRead {
 	return r.JSON200
 }
 
@@ -15960,7 +16457,7 @@ type ListSecretsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ItemListSecretRead
+	JSON200 *PagedListSecretRead
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *ErrorEnvelope
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -15994,7 +16491,7 @@ type ListSecretsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListSecretsResponse) GetJSON200() *ItemListSecretRead {
+func (r ListSecretsResponse) GetJSON200() *PagedListSecretRead {
 	return r.JSON200
 }
 
@@ -17410,13 +17907,14 @@ func (r GetReadinessResponse) ContentType() string {
 
 // ListPlansWithResponse List the plans
 //
-// The plan catalogue, read-only: each plan's limits and prices. Any authenticated caller.
+// The plan catalogue, read-only: each plan's limits and prices; pages with `limit` and
+// `continue`. Any authenticated caller.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/plans (the `ListPlans` operationId).
-func (c *ClientWithResponses) ListPlansWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListPlansResponse, error) {
-	rsp, err := c.ListPlans(ctx, reqEditors...)
+func (c *ClientWithResponses) ListPlansWithResponse(ctx context.Context, params *ListPlansParams, reqEditors ...RequestEditorFn) (*ListPlansResponse, error) {
+	rsp, err := c.ListPlans(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -17884,13 +18382,14 @@ func (c *ClientWithResponses) PutTimeIntervalWithResponse(ctx context.Context, t
 
 // ListApiKeysWithResponse List the tenant's API keys
 //
-// Key metadata only, never the raw keys. Admin.
+// Key metadata only, never the raw keys; oldest first, paged with `limit` and `continue`.
+// Admin.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/tenants/{tenant}/apikeys (the `ListApiKeys` operationId).
-func (c *ClientWithResponses) ListApiKeysWithResponse(ctx context.Context, tenant string, reqEditors ...RequestEditorFn) (*ListApiKeysResponse, error) {
-	rsp, err := c.ListApiKeys(ctx, tenant, reqEditors...)
+func (c *ClientWithResponses) ListApiKeysWithResponse(ctx context.Context, tenant string, params *ListApiKeysParams, reqEditors ...RequestEditorFn) (*ListApiKeysResponse, error) {
+	rsp, err := c.ListApiKeys(ctx, tenant, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -17977,13 +18476,13 @@ func (c *ClientWithResponses) CreatePortalSessionWithResponse(ctx context.Contex
 
 // ListClustersWithResponse List the tenant's clusters
 //
-// Members.
+// Oldest first; pages with `limit` and `continue`. Members.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/tenants/{tenant}/clusters (the `ListClusters` operationId).
-func (c *ClientWithResponses) ListClustersWithResponse(ctx context.Context, tenant string, reqEditors ...RequestEditorFn) (*ListClustersResponse, error) {
-	rsp, err := c.ListClusters(ctx, tenant, reqEditors...)
+func (c *ClientWithResponses) ListClustersWithResponse(ctx context.Context, tenant string, params *ListClustersParams, reqEditors ...RequestEditorFn) (*ListClustersResponse, error) {
+	rsp, err := c.ListClusters(ctx, tenant, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18164,7 +18663,8 @@ func (c *ClientWithResponses) GetReceiptWithResponse(ctx context.Context, tenant
 
 // ListMembersWithResponse List the tenant's members
 //
-// The ETag answered is the member list's version, for If-Match on add. Members.
+// By email, paged with `limit` and `continue`. The ETag answered is the member list's
+// version, for If-Match on add. Members.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -18272,13 +18772,14 @@ func (c *ClientWithResponses) UpdateMemberWithResponse(ctx context.Context, tena
 
 // ListSecretsWithResponse List the tenant's managed secrets
 //
-// Metadata and sync configuration, never values. Members.
+// Metadata and sync configuration, never values; by name, paged with `limit` and
+// `continue`. Members.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/tenants/{tenant}/secrets (the `ListSecrets` operationId).
-func (c *ClientWithResponses) ListSecretsWithResponse(ctx context.Context, tenant string, reqEditors ...RequestEditorFn) (*ListSecretsResponse, error) {
-	rsp, err := c.ListSecrets(ctx, tenant, reqEditors...)
+func (c *ClientWithResponses) ListSecretsWithResponse(ctx context.Context, tenant string, params *ListSecretsParams, reqEditors ...RequestEditorFn) (*ListSecretsResponse, error) {
+	rsp, err := c.ListSecrets(ctx, tenant, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18377,14 +18878,14 @@ func (c *ClientWithResponses) UpdateSecretWithResponse(ctx context.Context, tena
 
 // ListVersionsWithResponse List supported Kubernetes versions
 //
-// The versions clusters may be created with or upgraded to, and the default. Any authenticated
-// caller.
+// The versions clusters may be created with or upgraded to, and the default; pages with
+// `limit` and `continue`. Any authenticated caller.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/versions (the `ListVersions` operationId).
-func (c *ClientWithResponses) ListVersionsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListVersionsResponse, error) {
-	rsp, err := c.ListVersions(ctx, reqEditors...)
+func (c *ClientWithResponses) ListVersionsWithResponse(ctx context.Context, params *ListVersionsParams, reqEditors ...RequestEditorFn) (*ListVersionsResponse, error) {
+	rsp, err := c.ListVersions(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18485,7 +18986,7 @@ func ParseListPlansResponse(rsp *http.Response) (*ListPlansResponse, error) {
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ItemListPlanRead
+		var dest PagedListPlanRead
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -27990,7 +28491,7 @@ func ParseListApiKeysResponse(rsp *http.Response) (*ListApiKeysResponse, error) 
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ItemListApiKeyRead
+		var dest PagedListApiKeyRead
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -29733,7 +30234,7 @@ func ParseListClustersResponse(rsp *http.Response) (*ListClustersResponse, error
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ItemListClusterRead
+		var dest PagedListClusterRead
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -33220,7 +33721,7 @@ func ParseListMembersResponse(rsp *http.Response) (*ListMembersResponse, error) 
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ItemListMemberRead
+		var dest PagedListMemberRead
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -35159,7 +35660,7 @@ func ParseListSecretsResponse(rsp *http.Response) (*ListSecretsResponse, error) 
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ItemListSecretRead
+		var dest PagedListSecretRead
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

@@ -31,7 +31,7 @@ func TestIntegrationClusterLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	versions, err := client.ListVersionsWithResponse(ctx)
+	versions, err := client.ListVersionsWithResponse(ctx, nil)
 	must(t, err, versions.HTTPResponse, versions.Body)
 	var names []string
 	for _, version := range versions.JSON200.Items {
@@ -41,7 +41,7 @@ func TestIntegrationClusterLifecycle(t *testing.T) {
 	if len(names) < 2 {
 		t.Fatalf("versions %v: an upgrade needs two", names)
 	}
-	plans, err := client.ListPlansWithResponse(ctx)
+	plans, err := client.ListPlansWithResponse(ctx, nil)
 	must(t, err, plans.HTTPResponse, plans.Body)
 	if len(plans.JSON200.Items) == 0 {
 		t.Fatal("no plans")
