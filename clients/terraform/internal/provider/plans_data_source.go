@@ -6,6 +6,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	tenantplane "github.com/tenantplane/tenantplane/clients/go"
 )
 
 // tenantplane_plans: the plans a tenant can be on, their limits and prices.
@@ -104,41 +106,53 @@ func (d *plansDataSource) Configure(_ context.Context, req datasource.ConfigureR
 }
 
 func (d *plansDataSource) Read(ctx context.Context, _ datasource.ReadRequest, resp *datasource.ReadResponse) {
-	answer, err := d.client.api.ListPlansWithResponse(ctx)
-	if err == nil {
-		err = answered(answer.HTTPResponse, answer.Body, answer.JSON200 != nil)
-	}
-	if err != nil {
-		addCallError(&resp.Diagnostics, "listing the plans", err)
-		return
-	}
 	state := plansModel{Plans: []planModel{}}
-	for _, plan := range answer.JSON200.Items {
-		meters := []meterModel{}
-		for _, meter := range plan.Prices.Observability {
-			meters = append(meters, meterModel{
-				Name: types.StringValue(meter.Name), Unit: types.StringValue(meter.Unit),
-				Included: types.StringValue(meter.Included), Price: types.StringValue(meter.Price),
-			})
+	// Every page (see the versions' Read).
+	params := &tenantplane.ListPlansParams{}
+	for {
+		answer, err := d.client.api.ListPlansWithResponse(ctx, params)
+		if err == nil {
+			err = answered(answer.HTTPResponse, answer.Body, answer.JSON200 != nil)
 		}
-		state.Plans = append(state.Plans, planModel{
-			Name: types.StringValue(plan.Name),
-			Limits: limitsModel{
-				Clusters: types.Int64Value(int64(plan.Limits.Clusters)),
-				CPU:      types.StringValue(plan.Limits.Cpu),
-				Memory:   types.StringValue(plan.Limits.Memory),
-				Storage:  types.StringValue(plan.Limits.Storage),
-			},
-			Prices: pricesModel{
-				Currency:           types.StringValue(plan.Prices.Currency),
-				PlatformFee:        types.StringValue(plan.Prices.PlatformFee),
-				VCPUHour:           types.StringValue(plan.Prices.VcpuHour),
-				MemoryGiBHour:      types.StringValue(plan.Prices.MemoryGibHour),
-				StorageGiBHour:     types.StringValue(plan.Prices.StorageGibHour),
-				HAControlPlaneHour: types.StringValue(plan.Prices.HaControlPlaneHour),
-				Observability:      meters,
-			},
-		})
+		if err != nil {
+			addCallError(&resp.Diagnostics, "listing the plans", err)
+			return
+		}
+		for _, plan := range answer.JSON200.Items {
+			state.Plans = append(state.Plans, planOf(plan))
+		}
+		if answer.JSON200.Continue == nil {
+			break
+		}
+		params.Continue = answer.JSON200.Continue
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+func planOf(plan tenantplane.PlanRead) planModel {
+	meters := []meterModel{}
+	for _, meter := range plan.Prices.Observability {
+		meters = append(meters, meterModel{
+			Name: types.StringValue(meter.Name), Unit: types.StringValue(meter.Unit),
+			Included: types.StringValue(meter.Included), Price: types.StringValue(meter.Price),
+		})
+	}
+	return planModel{
+		Name: types.StringValue(plan.Name),
+		Limits: limitsModel{
+			Clusters: types.Int64Value(int64(plan.Limits.Clusters)),
+			CPU:      types.StringValue(plan.Limits.Cpu),
+			Memory:   types.StringValue(plan.Limits.Memory),
+			Storage:  types.StringValue(plan.Limits.Storage),
+		},
+		Prices: pricesModel{
+			Currency:           types.StringValue(plan.Prices.Currency),
+			PlatformFee:        types.StringValue(plan.Prices.PlatformFee),
+			VCPUHour:           types.StringValue(plan.Prices.VcpuHour),
+			MemoryGiBHour:      types.StringValue(plan.Prices.MemoryGibHour),
+			StorageGiBHour:     types.StringValue(plan.Prices.StorageGibHour),
+			HAControlPlaneHour: types.StringValue(plan.Prices.HaControlPlaneHour),
+			Observability:      meters,
+		},
+	}
 }

@@ -6,6 +6,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	tenantplane "github.com/tenantplane/tenantplane/clients/go"
 )
 
 // tenantplane_versions: the orchestrator versions a cluster can be created with.
@@ -56,22 +58,32 @@ func (d *versionsDataSource) Configure(_ context.Context, req datasource.Configu
 }
 
 func (d *versionsDataSource) Read(ctx context.Context, _ datasource.ReadRequest, resp *datasource.ReadResponse) {
-	answer, err := d.client.api.ListVersionsWithResponse(ctx)
-	if err == nil {
-		err = answered(answer.HTTPResponse, answer.Body, answer.JSON200 != nil)
-	}
-	if err != nil {
-		addCallError(&resp.Diagnostics, "listing the versions", err)
-		return
-	}
-	state := versionsModel{Default: types.StringValue(answer.JSON200.Default), Versions: []versionModel{}}
-	for _, item := range answer.JSON200.Items {
-		state.Versions = append(state.Versions, versionModel{
-			Version:           types.StringValue(item.Version),
-			KubernetesVersion: types.StringValue(item.KubernetesVersion),
-			Default:           types.BoolValue(item.Default),
-			Retiring:          types.BoolValue(item.Retiring),
-		})
+	state := versionsModel{Versions: []versionModel{}}
+	// Without a limit the API answers the whole list; its continue, were it there, is followed
+	// all the same, so that a list is never cut at a page.
+	params := &tenantplane.ListVersionsParams{}
+	for {
+		answer, err := d.client.api.ListVersionsWithResponse(ctx, params)
+		if err == nil {
+			err = answered(answer.HTTPResponse, answer.Body, answer.JSON200 != nil)
+		}
+		if err != nil {
+			addCallError(&resp.Diagnostics, "listing the versions", err)
+			return
+		}
+		state.Default = types.StringValue(answer.JSON200.Default)
+		for _, item := range answer.JSON200.Items {
+			state.Versions = append(state.Versions, versionModel{
+				Version:           types.StringValue(item.Version),
+				KubernetesVersion: types.StringValue(item.KubernetesVersion),
+				Default:           types.BoolValue(item.Default),
+				Retiring:          types.BoolValue(item.Retiring),
+			})
+		}
+		if answer.JSON200.Continue == nil {
+			break
+		}
+		params.Continue = answer.JSON200.Continue
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
