@@ -7227,6 +7227,13 @@ type ListPlansResponse405Headers struct {
 	RateLimitReset     *int
 }
 
+// ListPlansResponse410Headers the declared response headers of an HTTP 410 response for ListPlans
+type ListPlansResponse410Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // ListPlansResponse429Headers the declared response headers of an HTTP 429 response for ListPlans
 type ListPlansResponse429Headers struct {
 	RateLimitLimit     *int
@@ -7262,6 +7269,8 @@ type ListPlansResponse struct {
 	JSON403 *ErrorEnvelope
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *ErrorEnvelope
+	// JSON410 the response for an HTTP 410 `application/json` response
+	JSON410 *ErrorEnvelope
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorEnvelope
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -7278,6 +7287,8 @@ type ListPlansResponse struct {
 	Headers403 *ListPlansResponse403Headers
 	// Headers405 the parsed response headers for an HTTP 405 response
 	Headers405 *ListPlansResponse405Headers
+	// Headers410 the parsed response headers for an HTTP 410 response
+	Headers410 *ListPlansResponse410Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListPlansResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -7309,6 +7320,11 @@ func (r ListPlansResponse) GetJSON403() *ErrorEnvelope {
 // GetJSON405 returns the response for an HTTP 405 `application/json` response
 func (r ListPlansResponse) GetJSON405() *ErrorEnvelope {
 	return r.JSON405
+}
+
+// GetJSON410 returns the response for an HTTP 410 `application/json` response
+func (r ListPlansResponse) GetJSON410() *ErrorEnvelope {
+	return r.JSON410
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -8905,6 +8921,13 @@ type ListReceiversResponse405Headers struct {
 	RateLimitReset     *int
 }
 
+// ListReceiversResponse410Headers the declared response headers of an HTTP 410 response for ListReceivers
+type ListReceiversResponse410Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // ListReceiversResponse429Headers the declared response headers of an HTTP 429 response for ListReceivers
 type ListReceiversResponse429Headers struct {
 	RateLimitLimit     *int
@@ -8940,6 +8963,8 @@ type ListReceiversResponse struct {
 	JSON403 *ErrorEnvelope
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *ErrorEnvelope
+	// JSON410 the response for an HTTP 410 `application/json` response
+	JSON410 *ErrorEnvelope
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorEnvelope
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -8958,6 +8983,8 @@ type ListReceiversResponse struct {
 	Headers403 *ListReceiversResponse403Headers
 	// Headers405 the parsed response headers for an HTTP 405 response
 	Headers405 *ListReceiversResponse405Headers
+	// Headers410 the parsed response headers for an HTTP 410 response
+	Headers410 *ListReceiversResponse410Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListReceiversResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -8989,6 +9016,11 @@ func (r ListReceiversResponse) GetJSON403() *ErrorEnvelope {
 // GetJSON405 returns the response for an HTTP 405 `application/json` response
 func (r ListReceiversResponse) GetJSON405() *ErrorEnvelope {
 	return r.JSON405
+}
+
+// GetJSON410 returns the response for an HTTP 410 `application/json` response
+func (r ListReceiversResponse) GetJSON410() *ErrorEnvelope {
+	return r.JSON410
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -10092,6 +10124,13 @@ type ListRoutesResponse405Headers struct {
 	RateLimitReset     *int
 }
 
+// ListRoutesResponse410Headers the declared response headers of an HTTP 410 response for ListRoutes
+type ListRoutesResponse410Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // ListRoutesResponse429Headers the declared response headers of an HTTP 429 response for ListRoutes
 type ListRoutesResponse429Headers struct {
 	RateLimitLimit     *int
@@ -10127,6 +10166,8 @@ type ListRoutesResponse struct {
 	JSON403 *ErrorEnvelope
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *ErrorEnvelope
+	// JSON410 the response for an HTTP 410 `application/json` response
+	JSON410 *ErrorEnvelope
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorEnvelope
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -10145,6 +10186,8 @@ type ListRoutesResponse struct {
 	Headers403 *ListRoutesResponse403Headers
 	// Headers405 the parsed response headers for an HTTP 405 response
 	Headers405 *ListRoutesResponse405Headers
+	// Headers410 the parsed response headers for an HTTP 410 response
+	Headers410 *ListRoutesResponse410Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListRoutesResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -10176,6 +10219,11 @@ func (r ListRoutesResponse) GetJSON403() *ErrorEnvelope {
 // GetJSON405 returns the response for an HTTP 405 `application/json` response
 func (r ListRoutesResponse) GetJSON405() *ErrorEnvelope {
 	return r.JSON405
+}
+
+// GetJSON410 returns the response for an HTTP 410 `application/json` response
+func (r ListRoutesResponse) GetJSON410() *ErrorEnvelope {
+	return r.JSON410
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -10876,6 +10924,13 @@ type ListTemplatesResponse405Headers struct {
 	RateLimitReset     *int
 }
 
+// ListTemplatesResponse410Headers the declared response headers of an HTTP 410 response for ListTemplates
+type ListTemplatesResponse410Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // ListTemplatesResponse429Headers the declared response headers of an HTTP 429 response for ListTemplates
 type ListTemplatesResponse429Headers struct {
 	RateLimitLimit     *int
@@ -10911,6 +10966,8 @@ type ListTemplatesResponse struct {
 	JSON403 *ErrorEnvelope
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *ErrorEnvelope
+	// JSON410 the response for an HTTP 410 `application/json` response
+	JSON410 *ErrorEnvelope
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorEnvelope
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -10929,6 +10986,8 @@ type ListTemplatesResponse struct {
 	Headers403 *ListTemplatesResponse403Headers
 	// Headers405 the parsed response headers for an HTTP 405 response
 	Headers405 *ListTemplatesResponse405Headers
+	// Headers410 the parsed response headers for an HTTP 410 response
+	Headers410 *ListTemplatesResponse410Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListTemplatesResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -10960,6 +11019,11 @@ func (r ListTemplatesResponse) GetJSON403() *ErrorEnvelope {
 // GetJSON405 returns the response for an HTTP 405 `application/json` response
 func (r ListTemplatesResponse) GetJSON405() *ErrorEnvelope {
 	return r.JSON405
+}
+
+// GetJSON410 returns the response for an HTTP 410 `application/json` response
+func (r ListTemplatesResponse) GetJSON410() *ErrorEnvelope {
+	return r.JSON410
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -11660,6 +11724,13 @@ type ListTimeIntervalsResponse405Headers struct {
 	RateLimitReset     *int
 }
 
+// ListTimeIntervalsResponse410Headers the declared response headers of an HTTP 410 response for ListTimeIntervals
+type ListTimeIntervalsResponse410Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // ListTimeIntervalsResponse429Headers the declared response headers of an HTTP 429 response for ListTimeIntervals
 type ListTimeIntervalsResponse429Headers struct {
 	RateLimitLimit     *int
@@ -11695,6 +11766,8 @@ type ListTimeIntervalsResponse struct {
 	JSON403 *ErrorEnvelope
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *ErrorEnvelope
+	// JSON410 the response for an HTTP 410 `application/json` response
+	JSON410 *ErrorEnvelope
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorEnvelope
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -11713,6 +11786,8 @@ type ListTimeIntervalsResponse struct {
 	Headers403 *ListTimeIntervalsResponse403Headers
 	// Headers405 the parsed response headers for an HTTP 405 response
 	Headers405 *ListTimeIntervalsResponse405Headers
+	// Headers410 the parsed response headers for an HTTP 410 response
+	Headers410 *ListTimeIntervalsResponse410Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListTimeIntervalsResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -11744,6 +11819,11 @@ func (r ListTimeIntervalsResponse) GetJSON403() *ErrorEnvelope {
 // GetJSON405 returns the response for an HTTP 405 `application/json` response
 func (r ListTimeIntervalsResponse) GetJSON405() *ErrorEnvelope {
 	return r.JSON405
+}
+
+// GetJSON410 returns the response for an HTTP 410 `application/json` response
+func (r ListTimeIntervalsResponse) GetJSON410() *ErrorEnvelope {
+	return r.JSON410
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -17432,6 +17512,13 @@ type ListVersionsResponse405Headers struct {
 	RateLimitReset     *int
 }
 
+// ListVersionsResponse410Headers the declared response headers of an HTTP 410 response for ListVersions
+type ListVersionsResponse410Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // ListVersionsResponse429Headers the declared response headers of an HTTP 429 response for ListVersions
 type ListVersionsResponse429Headers struct {
 	RateLimitLimit     *int
@@ -17467,6 +17554,8 @@ type ListVersionsResponse struct {
 	JSON403 *ErrorEnvelope
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *ErrorEnvelope
+	// JSON410 the response for an HTTP 410 `application/json` response
+	JSON410 *ErrorEnvelope
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorEnvelope
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -17483,6 +17572,8 @@ type ListVersionsResponse struct {
 	Headers403 *ListVersionsResponse403Headers
 	// Headers405 the parsed response headers for an HTTP 405 response
 	Headers405 *ListVersionsResponse405Headers
+	// Headers410 the parsed response headers for an HTTP 410 response
+	Headers410 *ListVersionsResponse410Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListVersionsResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -17514,6 +17605,11 @@ func (r ListVersionsResponse) GetJSON403() *ErrorEnvelope {
 // GetJSON405 returns the response for an HTTP 405 `application/json` response
 func (r ListVersionsResponse) GetJSON405() *ErrorEnvelope {
 	return r.JSON405
+}
+
+// GetJSON410 returns the response for an HTTP 410 `application/json` response
+func (r ListVersionsResponse) GetJSON410() *ErrorEnvelope {
+	return r.JSON410
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -19020,6 +19116,13 @@ func ParseListPlansResponse(rsp *http.Response) (*ListPlansResponse, error) {
 		}
 		response.JSON405 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest ErrorEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON410 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorEnvelope
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19171,6 +19274,30 @@ func ParseListPlansResponse(rsp *http.Response) (*ListPlansResponse, error) {
 			headers.RateLimitReset = &value
 		}
 		response.Headers405 = &headers
+	case rsp.StatusCode == 410:
+		var headers ListPlansResponse410Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers410 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListPlansResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -22012,6 +22139,13 @@ func ParseListReceiversResponse(rsp *http.Response) (*ListReceiversResponse, err
 		}
 		response.JSON405 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest ErrorEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON410 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorEnvelope
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22201,6 +22335,30 @@ func ParseListReceiversResponse(rsp *http.Response) (*ListReceiversResponse, err
 			headers.RateLimitReset = &value
 		}
 		response.Headers405 = &headers
+	case rsp.StatusCode == 410:
+		var headers ListReceiversResponse410Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers410 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListReceiversResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -24183,6 +24341,13 @@ func ParseListRoutesResponse(rsp *http.Response) (*ListRoutesResponse, error) {
 		}
 		response.JSON405 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest ErrorEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON410 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorEnvelope
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -24372,6 +24537,30 @@ func ParseListRoutesResponse(rsp *http.Response) (*ListRoutesResponse, error) {
 			headers.RateLimitReset = &value
 		}
 		response.Headers405 = &headers
+	case rsp.StatusCode == 410:
+		var headers ListRoutesResponse410Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers410 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListRoutesResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -25621,6 +25810,13 @@ func ParseListTemplatesResponse(rsp *http.Response) (*ListTemplatesResponse, err
 		}
 		response.JSON405 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest ErrorEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON410 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorEnvelope
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -25810,6 +26006,30 @@ func ParseListTemplatesResponse(rsp *http.Response) (*ListTemplatesResponse, err
 			headers.RateLimitReset = &value
 		}
 		response.Headers405 = &headers
+	case rsp.StatusCode == 410:
+		var headers ListTemplatesResponse410Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers410 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListTemplatesResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -27059,6 +27279,13 @@ func ParseListTimeIntervalsResponse(rsp *http.Response) (*ListTimeIntervalsRespo
 		}
 		response.JSON405 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest ErrorEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON410 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorEnvelope
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -27248,6 +27475,30 @@ func ParseListTimeIntervalsResponse(rsp *http.Response) (*ListTimeIntervalsRespo
 			headers.RateLimitReset = &value
 		}
 		response.Headers405 = &headers
+	case rsp.StatusCode == 410:
+		var headers ListTimeIntervalsResponse410Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers410 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListTimeIntervalsResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -37499,6 +37750,13 @@ func ParseListVersionsResponse(rsp *http.Response) (*ListVersionsResponse, error
 		}
 		response.JSON405 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest ErrorEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON410 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorEnvelope
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -37650,6 +37908,30 @@ func ParseListVersionsResponse(rsp *http.Response) (*ListVersionsResponse, error
 			headers.RateLimitReset = &value
 		}
 		response.Headers405 = &headers
+	case rsp.StatusCode == 410:
+		var headers ListVersionsResponse410Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers410 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListVersionsResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {

@@ -204,7 +204,7 @@ def _add_collection(part: Collection) -> None:
         part.docs.list,
         f"list_{part.path.replace('-', '_')}",
         response_model=None,
-        responses=_read_responses(part.list_model),
+        responses=_read_responses(part.list_model, 410),
     )
     _add(
         item_path,

@@ -117,7 +117,7 @@ async def create_portal_session(
     )
 
 
-@router.get("/plans")
+@router.get("/plans", responses=error_responses(410))
 async def list_plans(identity: AnyCaller, request: Request, paging: Paging) -> PagedList[PlanRead]:
     """List the plans.
 

@@ -205,7 +205,7 @@ async def create_cluster_credentials(
     )
 
 
-@versions_router.get("/versions")
+@versions_router.get("/versions", responses=error_responses(410))
 async def list_versions(_: AnyCaller, catalogues: CataloguesDep, paging: Paging) -> VersionList:
     """List supported Kubernetes versions.
 

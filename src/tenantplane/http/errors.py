@@ -40,6 +40,7 @@ STATUS_DESCRIPTIONS = {
     403: "Insufficient permission for the tenant or role",
     404: "Resource not found",
     409: "Conflict with the current state",
+    410: "The continue token's place in the list is gone (CONTINUE_EXPIRED): list again",
     412: "If-Match does not match the current ETag",
     413: "Request body too large",
     415: "Request body is not JSON (Content-Type)",
