@@ -50,33 +50,31 @@ async def _remove_member(client: httpx.AsyncClient, tenant: TenantFixture, name:
     await _ok(await client.delete(path, headers=_admin(tenant)))
 
 
-async def _make_receiver(
-    client: httpx.AsyncClient, _: Factory, t: TenantFixture, name: str
-) -> None:
-    body = {"name": name, "webhook_configs": [{"url": "https://hooks.example.com/alerts"}]}
-    path = f"{t.path}/alerting/receivers/{name}"
-    await _ok(await client.put(path, json=body, headers=_admin(t)))
+def _alerting_put(part: str, body: Callable[[str], dict[str, Any]], suffix: str = "") -> Make:
+    """Makes an item of an alerting collection by PUT, named as the walk names it."""
+
+    async def make(client: httpx.AsyncClient, _: Factory, t: TenantFixture, name: str) -> None:
+        path = f"{t.path}/alerting/{part}/{name}{suffix}"
+        await _ok(await client.put(path, json=body(name), headers=_admin(t)))
+
+    return make
+
+
+_make_receiver = _alerting_put(
+    "receivers",
+    lambda name: {"name": name, "webhook_configs": [{"url": "https://hooks.example.com/a"}]},
+)
+_make_template = _alerting_put(
+    "templates", lambda _: {"contents": '{{ define "x" }}x{{ end }}'}, ".tmpl"
+)
+_make_interval = _alerting_put(
+    "time-intervals", lambda _: {"time_intervals": [{"weekdays": ["monday"]}]}
+)
 
 
 async def _remove_receiver(client: httpx.AsyncClient, tenant: TenantFixture, name: str) -> None:
     path = f"{tenant.path}/alerting/receivers/{name}"
     await _ok(await client.delete(path, headers=_admin(tenant)))
-
-
-async def _make_template(
-    client: httpx.AsyncClient, _: Factory, t: TenantFixture, name: str
-) -> None:
-    body = {"contents": '{{ define "x" }}x{{ end }}'}
-    path = f"{t.path}/alerting/templates/{name}.tmpl"
-    await _ok(await client.put(path, json=body, headers=_admin(t)))
-
-
-async def _make_interval(
-    client: httpx.AsyncClient, _: Factory, t: TenantFixture, name: str
-) -> None:
-    body = {"time_intervals": [{"weekdays": ["monday"]}]}
-    path = f"{t.path}/alerting/time-intervals/{name}"
-    await _ok(await client.put(path, json=body, headers=_admin(t)))
 
 
 @dataclass(frozen=True)
