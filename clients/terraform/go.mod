@@ -6,6 +6,7 @@ go 1.26.0
 
 require (
 	github.com/hashicorp/terraform-plugin-framework v1.19.0
+	github.com/hashicorp/terraform-plugin-framework-timeouts v0.7.0
 	github.com/tenantplane/tenantplane/clients/go v0.0.0
 )
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,9 +23,14 @@ PAGES = {
     "data-sources/versions.md": ["data-sources/tenantplane_versions/data-source.tf"],
     "data-sources/plans.md": ["data-sources/tenantplane_plans/data-source.tf"],
     "data-sources/tenant.md": ["data-sources/tenantplane_tenant/data-source.tf"],
+    "data-sources/cluster.md": ["data-sources/tenantplane_cluster/data-source.tf"],
     "resources/secret.md": [
         "resources/tenantplane_secret/resource.tf",
         "resources/tenantplane_secret/import.sh",
+    ],
+    "resources/cluster.md": [
+        "resources/tenantplane_cluster/resource.tf",
+        "resources/tenantplane_cluster/import.sh",
     ],
 }
 
@@ -102,10 +106,20 @@ def test_the_data_source_and_resource_examples_apply(tofu: Tofu, tenant: Tenant)
     assert [target["secretName"] for target in secret["sync"]] == ["db", "db-credentials"]
     assert tofu.plan_exit_code() == 0
 
+    # Each resource imported as its example says, into an empty state (an id the API
+    # chose, such as an API key's, taken from the state the apply left).
+    chosen_ids = {
+        resource["address"]: resource["values"]["id"]
+        for resource in json.loads(tofu.ok("show", "-json"))["values"]["root_module"]["resources"]
+        if resource["mode"] == "managed" and "id" in resource["values"]
+    }
     (tofu.workdir / "terraform.tfstate").unlink()
-    imported = Path(EXAMPLES / "resources" / "tenantplane_secret" / "import.sh").read_text()
-    (command,) = [line.split() for line in imported.splitlines() if line.startswith("tofu ")]
-    tofu.ok(*command[1:])
+    for script in sorted(EXAMPLES.rglob("import.sh")):
+        (command,) = [
+            line.split() for line in script.read_text().splitlines() if line.startswith("tofu ")
+        ]
+        *verb, address, example_id = command[1:]
+        tofu.ok(*verb, address, chosen_ids.get(address, example_id))
     assert tofu.plan_exit_code() == 0
     tofu.ok("destroy", "-auto-approve", "-input=false")
 

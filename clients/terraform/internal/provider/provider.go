@@ -143,9 +143,14 @@ func (p *tenantplaneProvider) Configure(ctx context.Context, req provider.Config
 }
 
 func (p *tenantplaneProvider) Resources(_ context.Context) []func() resource.Resource {
-	return []func() resource.Resource{newSecretResource}
+	return []func() resource.Resource{
+		newSecretResource,
+		newClusterResource, newMemberResource,
+		newAlertingReceiverResource, newAlertingRouteResource, newAlertingGlobalResource,
+		newAlertingTemplateResource, newAlertingTimeIntervalResource,
+	}
 }
 
 func (p *tenantplaneProvider) DataSources(_ context.Context) []func() datasource.DataSource {
-	return []func() datasource.DataSource{newVersionsDataSource, newPlansDataSource, newTenantDataSource}
+	return []func() datasource.DataSource{newVersionsDataSource, newPlansDataSource, newTenantDataSource, newClusterDataSource, newSecretsDataSource}
 }
