@@ -32,6 +32,10 @@ PAGES = {
         "resources/tenantplane_cluster/resource.tf",
         "resources/tenantplane_cluster/import.sh",
     ],
+    "resources/member.md": [
+        "resources/tenantplane_member/resource.tf",
+        "resources/tenantplane_member/import.sh",
+    ],
 }
 
 
