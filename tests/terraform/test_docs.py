@@ -24,6 +24,7 @@ PAGES = {
     "data-sources/plans.md": ["data-sources/tenantplane_plans/data-source.tf"],
     "data-sources/tenant.md": ["data-sources/tenantplane_tenant/data-source.tf"],
     "data-sources/cluster.md": ["data-sources/tenantplane_cluster/data-source.tf"],
+    "data-sources/secrets.md": ["data-sources/tenantplane_secrets/data-source.tf"],
     "resources/secret.md": [
         "resources/tenantplane_secret/resource.tf",
         "resources/tenantplane_secret/import.sh",
@@ -35,6 +36,30 @@ PAGES = {
     "resources/member.md": [
         "resources/tenantplane_member/resource.tf",
         "resources/tenantplane_member/import.sh",
+    ],
+    "resources/alerting_receiver.md": [
+        "resources/tenantplane_alerting_receiver/resource.tf",
+        "resources/tenantplane_alerting_receiver/import.sh",
+    ],
+    "resources/alerting_route.md": [
+        "resources/tenantplane_alerting_route/resource.tf",
+        "resources/tenantplane_alerting_route/import.sh",
+    ],
+    "resources/alerting_global.md": [
+        "resources/tenantplane_alerting_global/resource.tf",
+        "resources/tenantplane_alerting_global/import.sh",
+    ],
+    "resources/alerting_template.md": [
+        "resources/tenantplane_alerting_template/resource.tf",
+        "resources/tenantplane_alerting_template/import.sh",
+    ],
+    "resources/alerting_time_interval.md": [
+        "resources/tenantplane_alerting_time_interval/resource.tf",
+        "resources/tenantplane_alerting_time_interval/import.sh",
+    ],
+    "resources/api_key.md": [
+        "resources/tenantplane_api_key/resource.tf",
+        "resources/tenantplane_api_key/import.sh",
     ],
 }
 

@@ -145,7 +145,7 @@ func (p *tenantplaneProvider) Configure(ctx context.Context, req provider.Config
 func (p *tenantplaneProvider) Resources(_ context.Context) []func() resource.Resource {
 	return []func() resource.Resource{
 		newSecretResource,
-		newClusterResource, newMemberResource,
+		newClusterResource, newMemberResource, newAPIKeyResource,
 		newAlertingReceiverResource, newAlertingRouteResource, newAlertingGlobalResource,
 		newAlertingTemplateResource, newAlertingTimeIntervalResource,
 	}
