@@ -178,3 +178,99 @@ output "read" { value = data.tenantplane_cluster.web }
     assert read["kubernetes_version"] == cluster["status"]["kubernetesVersion"]
     assert read["connection_details"]["endpoint"] == cluster["status"]["endpoint"]
     assert read["created_at"] == cluster["createdAt"]
+
+
+def test_what_the_configuration_leaves_out_is_the_platforms_default(
+    tofu: Tofu, tenant: Tenant
+) -> None:
+    tofu.configure('resource "tenantplane_cluster" "web" {\n  name = "web"\n}\n')
+    tofu.ok("apply", "-auto-approve", "-input=false")
+    with tenant.api() as api:
+        default = api.get("/versions").raise_for_status().json()["default"]
+    state = managed_values(tofu)
+    cluster = cluster_of(tenant, "web")
+    assert cluster is not None
+    assert state["version"] == cluster["version"] == default
+    assert state["resources"] == cluster["resources"]
+    assert state["high_availability"] is False
+    assert tofu.plan_exit_code() == 0
+
+
+def test_a_create_that_times_out_leaves_the_cluster_tainted(tofu: Tofu, tenant: Tenant) -> None:
+    """The wait gives up (a timeout no cluster can be Running within); the cluster stays in
+    the state, tainted, so the next apply replaces it rather than forgetting it."""
+    tofu.configure(
+        'resource "tenantplane_cluster" "web" {\n'
+        '  name     = "web"\n'
+        '  timeouts = { create = "1ms" }\n'
+        "}\n"
+    )
+    applied = tofu.run("apply", "-auto-approve", "-input=false")
+    assert applied.returncode == 1, applied.stdout
+    assert "waiting for the new cluster web failed" in applied.stderr
+    assert "timed out after 1ms waiting for cluster web to run as configured" in applied.stderr
+    assert tofu.state_list() == ["tenantplane_cluster.web"]
+    planned = tofu.run("plan", "-detailed-exitcode", "-input=false")
+    assert planned.returncode == 2, planned.stdout + planned.stderr
+    assert "tenantplane_cluster.web is tainted, so it must be replaced" in planned.stdout
+
+
+def test_an_update_of_a_cluster_changed_since_the_plan_is_refused(
+    tofu: Tofu, tenant: Tenant
+) -> None:
+    """A saved plan's If-Match names the version it read: a resize made through the API
+    since is a real change (412, kept); a new version for what Terraform does not manage
+    (status, alerts) is not."""
+    tofu.configure(cluster_config("1.32"))
+    tofu.ok("apply", "-auto-approve", "-input=false")
+    tofu.configure(cluster_config("1.33"))
+    tofu.ok("plan", "-input=false", "-out=change.tfplan")
+    with tenant.api() as api:
+        etag = api.get(f"{tenant.path}/clusters/web").raise_for_status().headers["ETag"]
+        api.patch(
+            f"{tenant.path}/clusters/web",
+            json={"resources": {"cpu": "3"}},
+            headers={"If-Match": etag},
+        ).raise_for_status()
+    applied = tofu.run("apply", "-input=false", "change.tfplan")
+    assert applied.returncode == 1, applied.stdout
+    assert "cluster web changed outside Terraform; refresh" in applied.stderr
+    kept = cluster_of(tenant, "web")
+    assert kept is not None
+    assert (kept["version"], kept["resources"]["cpu"]) == ("1.32", "3")
+
+    # Refreshed into the state; then a field Terraform does not manage (alerts) changes,
+    # as the reconciler's status writes do: the update without a refresh meets a 412 that
+    # changed nothing Terraform manages, and goes through with the current version.
+    tofu.ok("apply", "-refresh-only", "-auto-approve", "-input=false")
+    written = managed_values(tofu)["resource_version"]
+    with tenant.api() as api:
+        etag = api.get(f"{tenant.path}/clusters/web").raise_for_status().headers["ETag"]
+        alerted = api.patch(
+            f"{tenant.path}/clusters/web",
+            json={"alerts": {"cpu": "high"}},
+            headers={"If-Match": etag},
+        ).raise_for_status()
+    assert alerted.json()["resourceVersion"] != written
+    tofu.ok("apply", "-refresh=false", "-auto-approve", "-input=false")
+    upgraded = cluster_of(tenant, "web")
+    assert upgraded is not None
+    assert (upgraded["version"], upgraded["resources"]["cpu"]) == ("1.33", "1")
+    assert upgraded["alerts"] == {"cpu": "high"}
+
+
+@pytest.mark.parametrize("refusal", [401, 403])
+def test_a_refused_read_is_an_error_never_a_deleted_cluster(
+    tofu: Tofu, tenant: Tenant, other_tenant: Tenant, refusal: int
+) -> None:
+    tofu.configure(cluster_config("1.33"))
+    tofu.ok("apply", "-auto-approve", "-input=false")
+    key = "svc_not-a-key" if refusal == 401 else other_tenant.key
+    refused = tofu.run(
+        "plan", "-detailed-exitcode", "-input=false", env={"TENANTPLANE_API_KEY": key}
+    )
+    assert refused.returncode == 1, refused.stdout
+    assert "reading cluster web failed" in refused.stderr
+    assert f"{refusal}: " in refused.stderr
+    assert tofu.state_list() == ["tenantplane_cluster.web"]
+    assert tofu.plan_exit_code() == 0

@@ -52,7 +52,7 @@ func (d *clusterDataSource) Schema(_ context.Context, _ datasource.SchemaRequest
 				Description: "How to reach the cluster's API server; null while it does not serve (before it first runs).",
 				Attributes: map[string]schema.Attribute{
 					"endpoint":              computed("The API server's URL."),
-					"certificate_authority": computed("The CA certificate the API server's is signed with (PEM)."),
+					"certificate_authority": computed("The CA certificate that signed the API server's, base64-encoded PEM (a kubeconfig's certificate-authority-data)."),
 				},
 			},
 			"created_at":         computed("When the cluster was created (RFC 3339)."),

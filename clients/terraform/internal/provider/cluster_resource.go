@@ -156,8 +156,8 @@ func (r *clusterResource) Update(ctx context.Context, req resource.UpdateRequest
 }
 
 // patch sends the change with If-Match: the version in the state, or the current one after
-// a 412 that only the reconciler's status writes caused (they give the cluster a new
-// version without changing anything Terraform manages). Answers the changed cluster and
+// a 412 that changed nothing Terraform manages (the reconciler's status writes, which give
+// the cluster a new version all the time, or its alerts). Answers the changed cluster and
 // the version the change was sent with; nil when it failed (reported).
 func (r *clusterResource) patch(ctx context.Context, prior clusterModel, body tenantplane.ClusterUpdate, diagnostics *diag.Diagnostics) (*tenantplane.ClusterRead, string) {
 	name := prior.Name.ValueString()

@@ -84,7 +84,7 @@ func (r *clusterResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 				Description: "How to reach the cluster's API server (the API's connection details), once it has served.",
 				Attributes: map[string]schema.Attribute{
 					"endpoint":              schema.StringAttribute{Computed: true, Description: "The API server's URL."},
-					"certificate_authority": schema.StringAttribute{Computed: true, Description: "The CA certificate the API server's is signed with (PEM)."},
+					"certificate_authority": schema.StringAttribute{Computed: true, Description: "The CA certificate that signed the API server's, base64-encoded PEM (a kubeconfig's certificate-authority-data)."},
 				},
 				PlanModifiers: []planmodifier.Object{objectplanmodifier.UseStateForUnknown()},
 			},
