@@ -48,6 +48,9 @@ resource "tenantplane_alerting_receiver" "slack" {{
       channel       = "{channel}"
       send_resolved = true
       title         = "{{{{ template \\"slack.title\\" . }}}}"
+      # <, > and & as jsonencode writes them (\u003c, \u003e, \u0026): an import reads
+      # them back the same way, or its plan would not be empty.
+      text          = "<{{{{ .CommonLabels.alertname }}}}> & {{{{ len .Alerts }}}} more"
     }}]
   }})
   depends_on = [tenantplane_alerting_template.slack]
@@ -108,6 +111,7 @@ def test_apply_plan_import_change_destroy(tofu: Tofu, tenant: Tenant) -> None:
     (slack,) = [receiver for receiver in config["receivers"] if receiver["name"] == "slack"]
     assert slack["slack_configs"][0]["api_url"] == SLACK
     assert slack["slack_configs"][0]["channel"] == "#alerts"
+    assert slack["slack_configs"][0]["text"].startswith("<{{ .CommonLabels.alertname }}> &")
     assert config["route"]["routes"][0]["receiver"] == "slack"
     assert config["route"]["routes"][0]["active_time_intervals"] == ["office-hours"]
     assert config["global"] == {"resolve_timeout": "5m"}
