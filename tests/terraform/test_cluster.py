@@ -274,3 +274,11 @@ def test_a_refused_read_is_an_error_never_a_deleted_cluster(
     assert f"{refusal}: " in refused.stderr
     assert tofu.state_list() == ["tenantplane_cluster.web"]
     assert tofu.plan_exit_code() == 0
+
+
+def test_the_data_source_of_a_cluster_the_tenant_lacks_fails(tofu: Tofu) -> None:
+    tofu.configure('data "tenantplane_cluster" "gone" {\n  name = "gone"\n}\n')
+    planned = tofu.run("plan", "-input=false")
+    assert planned.returncode == 1, planned.stdout
+    assert "reading cluster gone failed" in planned.stderr
+    assert "404" in planned.stderr
