@@ -58,6 +58,7 @@ func readAlertingItem(ctx context.Context, client *apiClient, api alertingAPI, k
 	return currentItem{etag: etag}, nil
 }
 
+// readAlertingItemOnly reads the item alone: a refresh needs no ETag.
 func readAlertingItemOnly(ctx context.Context, client *apiClient, api alertingAPI, key string) (currentItem, error) {
 	resp, body, err := api.get(ctx, client, key)
 	if err == nil {

@@ -200,7 +200,7 @@ func (r *alertingResource) Read(ctx context.Context, req resource.ReadRequest, r
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	current, err := readAlertingItem(ctx, r.client, r.kind.api, key)
+	current, err := readAlertingItemOnly(ctx, r.client, r.kind.api, key)
 	if err != nil {
 		// A 401, 403 or 5xx says nothing of the item: it stays in the state.
 		addCallError(&resp.Diagnostics, "reading "+r.kind.what+" "+key, err)
