@@ -37,9 +37,11 @@ test-system: uv test-deps
 # Real Kubernetes (tests/kubernetes, deselected by `make test`): etcd, kube-apiserver, the
 # controller manager, the scheduler and kwok (nodes without containers), Flux's controllers
 # with the vCluster chart, External Secrets and OpenBao, built once from their Go modules into
-# a cache outside the tree (scripts/testbed); one bed serves the whole run.
+# a cache outside the tree (scripts/testbed); one bed serves the whole run. OpenTofu too: the
+# provider (clients/terraform) manages a cluster on the bed.
 test-kubernetes: install test-deps
 	scripts/testbed build --all
+	scripts/testbed build opentofu
 	$(UV) run pytest tests/kubernetes -m kubernetes -p no:randomly $(PYTEST_ARGS)
 
 # The Go client against a real server and the OpenTofu provider's tests (deselected by

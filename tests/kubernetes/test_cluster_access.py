@@ -23,7 +23,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -35,9 +34,9 @@ from tenantplane.cluster.tokens import Subject, TokenClaims, mint
 from tenantplane.keys import KeyRing
 from tenantplane.providers.kube import LABEL_CLUSTER_UID, HelmRelease
 from tests.conftest import TEST_SECRET
-from tests.contract.server import create_tenant, free_port, server_env, serving
+from tests.contract.server import create_tenant, free_port
 from tests.kubernetes.conftest import TESTBED, Bed
-from tests.kubernetes.tls_front import loopback_certificate, tls_front
+from tests.kubernetes.platform import Platform, platform_on, running_cluster
 from tests.kubernetes.vcluster_stand_in import VClusterStandIn, as_manifest
 from tests.oidc_provider import MockProvider
 
@@ -50,71 +49,16 @@ TPCTL = str(Path(sys.executable).parent / "tpctl")
 # 5 s, which a bare API server does not have).
 CACHE_TTL_SECONDS = 2
 REVOCATION_BOUND_SECONDS = CACHE_TTL_SECONDS + 10
-CLUSTER_DEADLINE = 180.0
-
-
-@dataclass(frozen=True)
-class Platform:
-    url: str
-    env: dict[str, str]
-    log: Path
-    host_port: int  # the one external host's port (TENANTPLANE_CLUSTER_HOST_TEMPLATE)
-
-    def api(self, method: str, path: str, key: str, **kwargs: Any) -> httpx.Response:
-        headers = {"Authorization": f"Bearer {key}"}
-        return httpx.request(
-            method, f"{self.url}/api/v1{path}", headers=headers, timeout=30, **kwargs
-        )
-
-    def credentials_requests(self, tenant: str, cluster: str) -> int:
-        path = f'"path":"/api/v1/tenants/{tenant}/clusters/{cluster}/credentials"'
-        return self.log.read_text(errors="replace").count(path)
 
 
 @pytest.fixture
 def platform(
     bed: Bed, stand_in: VClusterStandIn, oidc_provider: MockProvider, tmp_path: Path
 ) -> Iterator[Platform]:
-    serve_port, host_port, front_port = free_port(), free_port(), free_port()
-    pki = bed.directory / "tenant-cluster" / "pki"
-    certificate, key = loopback_certificate(pki / "ca.crt", pki / "ca.key", tmp_path)
-    env = {
-        **server_env(tmp_path),
-        "TENANTPLANE_ORCHESTRATOR": "kubernetes",
-        "TENANTPLANE_KUBECONFIG": str(bed.kubeconfig),
-        "TENANTPLANE_VCLUSTER_CHART_REPOSITORY": bed.chart_repository,
-        # Every cluster's endpoint is this host: the first tenant cluster's API server below.
-        "TENANTPLANE_CLUSTER_HOST_TEMPLATE": f"localhost:{host_port}",
-        # serve behind a TLS front, as behind an ingress: API servers send their
-        # credential over TLS only.
-        "TENANTPLANE_CLUSTER_TOKEN_WEBHOOK_URL": f"https://127.0.0.1:{front_port}",
-        "TENANTPLANE_CLUSTER_TOKEN_WEBHOOK_CA_FILE": str(pki / "ca.crt"),
-        "TENANTPLANE_CLUSTER_TOKEN_WEBHOOK_CACHE_TTL": f"{CACHE_TTL_SECONDS}s",
-        "TENANTPLANE_KUBERNETES_POLL_SECONDS": "0.5",
-        "TENANTPLANE_CLUSTER_RETRY_SECONDS": "0.5",
-        "TENANTPLANE_CLUSTER_RESYNC_SECONDS": "2",
-        "TENANTPLANE_OIDC_ISSUER": oidc_provider.issuer,
-        "TENANTPLANE_OIDC_AUDIENCE": oidc_provider.audience,
-    }
-    log = tmp_path / "serve.log"
-    with (
-        tls_front(front_port, serve_port, certificate, key),
-        serving(env, log, port=serve_port) as url,
-    ):
-        yield Platform(url, env, log, host_port)
-
-
-def running_cluster(platform: Platform, tenant: str, key: str, name: str) -> None:
-    """Create the cluster and wait until it runs."""
-    created = platform.api("POST", f"/tenants/{tenant}/clusters", key, json={"name": name})
-    assert created.status_code == 201, created.text
-    deadline = time.monotonic() + CLUSTER_DEADLINE
-    while time.monotonic() < deadline:
-        got = platform.api("GET", f"/tenants/{tenant}/clusters/{name}", key)
-        if got.json()["status"]["phase"] == "Running":
-            return
-        time.sleep(0.5)  # polling a condition with a deadline
-    raise AssertionError(f"{tenant}/{name} not Running within {CLUSTER_DEADLINE:g} s")
+    with platform_on(
+        bed, oidc_provider, tmp_path, token_cache_ttl_seconds=CACHE_TTL_SECONDS
+    ) as running:
+        yield running
 
 
 def as_vcluster(bed: Bed, kube: Client, tenant: str, cluster: str, port: int, home: Path) -> str:

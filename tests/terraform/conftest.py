@@ -57,9 +57,9 @@ def go_environment() -> dict[str, str]:
     }
 
 
-@pytest.fixture(scope="session")
-def provider_dir() -> Path:
-    """The provider's binary, built from the tree as it is (Go rebuilds only what changed)."""
+def build_provider() -> Path:
+    """The provider's binary, built from the tree as it is (Go rebuilds only what changed);
+    the directory dev_overrides names."""
     built = subprocess.run(
         ["nice", "-n", "10", "go", "build", "-trimpath", "-o", str(PROVIDER_BINARY), "."],
         cwd=PROVIDER_MODULE,
@@ -70,6 +70,11 @@ def provider_dir() -> Path:
     )
     assert built.returncode == 0, built.stdout + built.stderr
     return PROVIDER_DIR
+
+
+@pytest.fixture(scope="session")
+def provider_dir() -> Path:
+    return build_provider()
 
 
 @pytest.fixture(scope="session")

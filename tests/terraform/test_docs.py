@@ -16,6 +16,7 @@ pytestmark = pytest.mark.terraform
 
 DOCS = PROVIDER_MODULE / "docs"
 EXAMPLES = PROVIDER_MODULE / "examples"
+SLACK_WEBHOOK = "https://hooks.slack.com/services/T000/B000/XXXX"
 FENCED = re.compile(r"^```(terraform|shell)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 # Each page and the example files it shows, in order.
 PAGES = {
@@ -153,15 +154,42 @@ def test_the_data_source_and_resource_examples_apply(tofu: Tofu, tenant: Tenant)
     tofu.ok("destroy", "-auto-approve", "-input=false")
 
 
-def test_the_example_in_docs_clients_md_applies(tofu: Tofu, tenant: Tenant) -> None:
+def test_the_complete_example_in_docs_clients_md_applies(tofu: Tofu, tenant: Tenant) -> None:
+    """The cluster, the secret synced into it and the Slack receivers routed by severity:
+    applied, a plan with nothing to do, destroyed leaving nothing."""
     clients_md = (PROVIDER_MODULE.parents[1] / "docs" / "clients.md").read_text()
     section = clients_md[clients_md.index("## Terraform/OpenTofu provider") :]
     (example,) = [body for kind, body in FENCED.findall(section) if kind == "terraform"]
-    running_cluster(tenant, "web")
+    tofu.env["TF_VAR_slack_webhook_url"] = SLACK_WEBHOOK
     (tofu.workdir / "main.tf").write_text(example)
     tofu.ok("apply", "-auto-approve", "-input=false")
+
+    with tenant.api() as api:
+        cluster = api.get(f"{tenant.path}/clusters/web").raise_for_status().json()
+        versions = api.get("/versions").raise_for_status().json()
+        alerting = api.get(f"{tenant.path}/alerting/config").raise_for_status().json()
+    assert cluster["status"]["phase"] == "Running"
+    assert tofu.outputs()["web_endpoint"] == cluster["status"]["endpoint"]
+    assert cluster["version"] == versions["default"]
     assert synced(tenant, "db")["sync"] == [
         {"cluster": "web", "namespace": "apps", "secretName": "db"}
     ]
+    receivers = {receiver["name"]: receiver for receiver in alerting["receivers"]}
+    assert [
+        (config["channel"], config["api_url"])
+        for name in ("oncall", "alerts")
+        for config in receivers[name]["slack_configs"]
+    ] == [("#oncall", SLACK_WEBHOOK), ("#alerts", SLACK_WEBHOOK)]
+    assert [(route["receiver"], route["matchers"]) for route in alerting["route"]["routes"]] == [
+        ("oncall", ['severity="critical"']),
+        ("alerts", ['severity="warning"']),
+    ]
     assert tofu.plan_exit_code() == 0
+
     tofu.ok("destroy", "-auto-approve", "-input=false")
+    with tenant.api() as api:
+        assert api.get(f"{tenant.path}/clusters/web").status_code == 404
+        assert api.get(f"{tenant.path}/secrets/db").status_code == 404
+        alerting = api.get(f"{tenant.path}/alerting/config").raise_for_status().json()
+    assert {receiver["name"] for receiver in alerting["receivers"]} & {"oncall", "alerts"} == set()
+    assert alerting["route"].get("routes", []) == []
