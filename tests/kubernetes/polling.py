@@ -29,3 +29,18 @@ def _unless_missing(check: Callable[[], T | None]) -> T | None:
         if error.status.code == 404:
             return None
         raise
+
+
+def gone(read: Callable[[], object]) -> Callable[[], bool | None]:
+    """A check that is True once ``read`` answers 404."""
+
+    def check() -> bool | None:
+        try:
+            read()
+        except ApiError as error:
+            if error.status.code == 404:
+                return True
+            raise
+        return None
+
+    return check

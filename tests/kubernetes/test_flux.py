@@ -12,7 +12,7 @@ from functools import partial
 from typing import Any
 
 import pytest
-from lightkube import ApiError, Client
+from lightkube import Client
 from lightkube.core.resource import NamespacedResource
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.models.meta_v1 import ObjectMeta
@@ -26,7 +26,7 @@ from lightkube.resources.core_v1 import (
 )
 
 from tests.kubernetes.conftest import Bed
-from tests.kubernetes.polling import eventually
+from tests.kubernetes.polling import eventually, gone
 
 pytestmark = pytest.mark.kubernetes
 
@@ -109,21 +109,6 @@ def ready_replicas(
     found = kube.get(kind, name, namespace=namespace)
     ready = found.status.readyReplicas if found.status is not None else None
     return ready or None
-
-
-def gone(read: Callable[[], object]) -> Callable[[], bool | None]:
-    """A check that is True once ``read`` answers 404."""
-
-    def check() -> bool | None:
-        try:
-            read()
-        except ApiError as error:
-            if error.status.code == 404:
-                return True
-            raise
-        return None
-
-    return check
 
 
 def labels_of(found: Deployment | StatefulSet | Service | PersistentVolumeClaim) -> dict[str, str]:

@@ -4,12 +4,12 @@ the real vCluster chart, each apply returning once the host runs what it asked f
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
-from lightkube import ApiError, Client
+from lightkube import Client
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import Namespace
 
@@ -17,6 +17,7 @@ from tenantplane.providers.kube import HelmRelease
 from tests.contract.server import create_tenant
 from tests.kubernetes.conftest import Bed
 from tests.kubernetes.platform import CLUSTER_DEADLINE, Platform, platform_on
+from tests.kubernetes.polling import eventually, gone
 from tests.kubernetes.vcluster_stand_in import VClusterStandIn
 from tests.oidc_provider import MockProvider
 from tests.terraform.conftest import Tenant, Tofu, build_provider
@@ -52,24 +53,6 @@ def syncer_cpu_limit(kube: Client, namespace: str) -> str:
     return str(syncer.resources.limits["cpu"])
 
 
-def gone_within(seconds: float, read: Callable[[], object], what: str) -> None:
-    """``read()`` answering 404 within ``seconds``."""
-
-    def gone() -> bool:
-        try:
-            read()
-        except ApiError as error:
-            if error.status.code == 404:
-                return True
-            raise
-        return False
-
-    deadline = time.monotonic() + seconds
-    while not gone():
-        assert time.monotonic() < deadline, f"{what} still there after {seconds:g} s"
-        time.sleep(0.5)  # polling a condition with a deadline
-
-
 def test_the_provider_creates_imports_resizes_and_destroys_a_cluster_on_the_bed(
     kube: Client, platform: Platform, tmp_path: Path
 ) -> None:
@@ -82,8 +65,8 @@ def test_the_provider_creates_imports_resizes_and_destroys_a_cluster_on_the_bed(
 
     tofu.configure(web(cpu="1", memory="2Gi"))
     tofu.ok("apply", "-auto-approve", "-input=false")
-    with tenant.api() as api:
-        cluster = api.get(f"{tenant.path}/clusters/web").raise_for_status().json()
+    cluster = tenant.read("/clusters/web")
+    assert cluster is not None
     assert cluster["status"]["phase"] == "Running"
     assert syncer_cpu_limit(kube, namespace) == "375m"
     assert tofu.plan_exit_code() == 0
@@ -95,8 +78,8 @@ def test_the_provider_creates_imports_resizes_and_destroys_a_cluster_on_the_bed(
     # The apply of a resize returns once Flux released the new share and the cluster runs.
     tofu.configure(web(cpu="2", memory="4Gi"))
     tofu.ok("apply", "-auto-approve", "-input=false")
-    with tenant.api() as api:
-        cluster = api.get(f"{tenant.path}/clusters/web").raise_for_status().json()
+    cluster = tenant.read("/clusters/web")
+    assert cluster is not None
     assert cluster["resources"] == {"cpu": "2", "memory": "4Gi", "storage": "5Gi"}
     assert cluster["status"]["phase"] == "Running"
     assert syncer_cpu_limit(kube, namespace) == "750m"
@@ -104,12 +87,13 @@ def test_the_provider_creates_imports_resizes_and_destroys_a_cluster_on_the_bed(
 
     # Destroy returns once the API says 404; the host keeps nothing of it.
     tofu.ok("destroy", "-auto-approve", "-input=false")
-    with tenant.api() as api:
-        assert api.get(f"{tenant.path}/clusters/web").status_code == 404
-    gone_within(
+    assert tenant.read("/clusters/web") is None
+    eventually(
+        gone(partial(kube.get, HelmRelease, "web", namespace=namespace)),
+        "the HelmRelease gone",
         CLUSTER_DEADLINE,
-        lambda: kube.get(HelmRelease, "web", namespace=namespace),
-        "the HelmRelease",
     )
-    gone_within(CLUSTER_DEADLINE, lambda: kube.get(Namespace, namespace), "the namespace")
+    eventually(
+        gone(partial(kube.get, Namespace, namespace)), "the namespace gone", CLUSTER_DEADLINE
+    )
     assert tofu.state_list() == []

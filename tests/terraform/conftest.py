@@ -101,6 +101,16 @@ class Tenant:
             headers={"Authorization": f"Bearer {self.key}"},
         )
 
+    def read(self, path: str) -> dict[str, Any] | None:
+        """The object at ``path`` under the tenant's path; None when the API answers 404."""
+        with self.api() as api:
+            answer = api.get(f"{self.path}{path}")
+        if answer.status_code == 404:
+            return None
+        answer.raise_for_status()
+        found: dict[str, Any] = answer.json()
+        return found
+
 
 async def new_tenant(server: Served) -> Tenant:
     """A fresh tenant on the session's server, made in its database as the operator's command
@@ -235,13 +245,7 @@ def running_cluster(tenant: Tenant, name: str) -> str:
 
 
 def secret_of(tenant: Tenant, name: str) -> dict[str, Any] | None:
-    with tenant.api() as api:
-        answer = api.get(f"{tenant.path}/secrets/{name}")
-    if answer.status_code == 404:
-        return None
-    answer.raise_for_status()
-    secret: dict[str, Any] = answer.json()
-    return secret
+    return tenant.read(f"/secrets/{name}")
 
 
 def synced(tenant: Tenant, name: str) -> dict[str, Any]:

@@ -85,13 +85,7 @@ def config_of(tenant: Tenant) -> dict[str, Any]:
 
 
 def receiver_of(tenant: Tenant, name: str) -> dict[str, Any] | None:
-    with tenant.api() as api:
-        answer = api.get(f"{tenant.path}/alerting/receivers/{name}")
-    if answer.status_code == 404:
-        return None
-    answer.raise_for_status()
-    receiver: dict[str, Any] = answer.json()
-    return receiver
+    return tenant.read(f"/alerting/receivers/{name}")
 
 
 def state_values(tofu: Tofu) -> dict[str, dict[str, Any]]:

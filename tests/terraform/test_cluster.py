@@ -33,13 +33,7 @@ resource "tenantplane_cluster" "web" {{
 
 
 def cluster_of(tenant: Tenant, name: str) -> dict[str, Any] | None:
-    with tenant.api() as api:
-        answer = api.get(f"{tenant.path}/clusters/{name}")
-    if answer.status_code == 404:
-        return None
-    answer.raise_for_status()
-    cluster: dict[str, Any] = answer.json()
-    return cluster
+    return tenant.read(f"/clusters/{name}")
 
 
 def managed_values(tofu: Tofu) -> dict[str, Any]:

@@ -23,13 +23,7 @@ resource "tenantplane_member" "dev" {{
 
 
 def member_of(tenant: Tenant, email: str) -> dict[str, Any] | None:
-    with tenant.api() as api:
-        answer = api.get(f"{tenant.path}/members/{email}")
-    if answer.status_code == 404:
-        return None
-    answer.raise_for_status()
-    member: dict[str, Any] = answer.json()
-    return member
+    return tenant.read(f"/members/{email}")
 
 
 def emails(tenant: Tenant) -> list[str]:
