@@ -23,8 +23,9 @@ serve: install-runtime
 test-deps:
 	scripts/test-deps $(TEST_DEPS_ARGS)
 
+# The 25 slowest tests are listed at the end: the suite's time budget is watched from there.
 test: install test-deps
-	$(UV) run pytest -n 2 $(PYTEST_ARGS)
+	$(UV) run pytest -n 2 --durations=25 $(PYTEST_ARGS)
 
 # Real deployments (tests/system, deselected by `make test`): API replicas, workers and
 # billing runs as processes on PostgreSQL, Redis and SQLite, killed and frozen on purpose.
