@@ -3,7 +3,6 @@ generated code against docs/openapi.json. Needs Go (make test-terraform)."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -12,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.clients.conftest import Tenant
+from tests.terraform.conftest import go_environment
 
 pytestmark = pytest.mark.terraform
 
@@ -20,18 +20,6 @@ MODULE = ROOT / "clients" / "go"
 GENERATED = MODULE / "api.gen.go"
 MODULE_PATH = "github.com/tenantplane/tenantplane/clients/go"
 FENCED_GO = re.compile(r"^```go\n(.*?)^```$", re.MULTILINE | re.DOTALL)
-# Go's caches are the test bed's (scripts/testbed), never in the tree.
-CACHE = Path(os.environ.get("TENANTPLANE_TESTBED_CACHE", "/var/cache/tenantplane-testbed"))
-
-
-def go_environment(**extra: str) -> dict[str, str]:
-    return {
-        **os.environ,
-        "GOMODCACHE": str(CACHE / "go" / "mod"),
-        "GOCACHE": str(CACHE / "go" / "build"),
-        "GOFLAGS": "-mod=readonly",
-        **extra,
-    }
 
 
 def go(
@@ -87,8 +75,11 @@ def test_the_example_in_docs_clients_md_runs(tenant: Tenant, tmp_path: Path) -> 
         f"require {MODULE_PATH} v0.0.0\n\nreplace {MODULE_PATH} => {MODULE}\n"
     )
     shutil.copy(MODULE / "go.sum", tmp_path / "go.sum")
-    # Its requirements completed from the module cache the client's own build filled.
-    tidied = go("mod", "tidy", cwd=tmp_path, env=go_environment(GOFLAGS="-mod=mod", GOPROXY="off"))
+    # Its requirements completed as a user's `go mod tidy` completes them, from the module
+    # proxy: tidy reads the go.mod of every module in the graph, test-only ones too (such as
+    # go-jsonmerge's github.com/RaveNoX/go-jsoncommentstrip), which no build of the client
+    # downloads. With the proxy off, a cold module cache failed here.
+    tidied = go("mod", "tidy", cwd=tmp_path, env=go_environment(GOFLAGS="-mod=mod"))
     assert tidied.returncode == 0, tidied.stderr
     ran = go(
         "run",

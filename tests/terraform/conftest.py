@@ -47,13 +47,15 @@ def tofu_binary() -> Path:
     return tofu
 
 
-def go_environment() -> dict[str, str]:
-    """Go with the test bed's caches, and go.mod as committed (never updated by a build)."""
+def go_environment(**extra: str) -> dict[str, str]:
+    """Go with the test bed's caches, and go.mod as committed (never updated by a build),
+    unless ``extra`` says otherwise."""
     return {
         **os.environ,
         "GOMODCACHE": str(CACHE / "go" / "mod"),
         "GOCACHE": str(CACHE / "go" / "build"),
         "GOFLAGS": "-mod=readonly",
+        **extra,
     }
 
 
