@@ -109,7 +109,14 @@ class Fetcher:
     @functools.cached_property
     def _lease_statement(self) -> ReturningUpdate[Any]:
         """``_lease_in_one_statement``'s UPDATE, built once: its parameters are ``limit``,
-        ``owner``, ``token`` and ``duration``."""
+        ``owner``, ``token`` and ``duration``.
+
+        The pick is a MATERIALIZED CTE, run once per statement. As a subquery joined in the
+        UPDATE, the planner may put it on the inner side of a nested loop and run it again
+        for each row of the table: every run skips the rows this statement already updated
+        (a row locked FOR UPDATE after its own command changed it is skipped) and takes
+        ``limit`` more, so one look leased every ready row (10 rows with a limit of 4, found
+        by the concurrency tests on PostgreSQL in CI)."""
         table = self.table
         key = row_key(table)
         now = func.now()
@@ -119,7 +126,8 @@ class Fetcher:
             .order_by(table.c.reconcile_at, key)
             .limit(bindparam("limit", type_=Integer))
             .with_for_update(skip_locked=True)
-            .subquery()
+            .cte("picked")
+            .prefix_with("MATERIALIZED")
         )
         return (
             update(table)
