@@ -1,10 +1,6 @@
 """The OpenTofu provider against serve provisioning on the bed: a cluster created, planned with
-nothing to do, imported into an empty state and destroyed, each step through Flux and the real
-vCluster chart, each apply returning once the host runs what it asked for.
-
-A resize is not here yet: on the bed, an apply that resized the cluster once returned within
-200 ms of the PATCH, before Flux had released the new share (the syncer's limit still 375m),
-and once after the release (750m); why the API showed the change as run is not found yet."""
+nothing to do, imported into an empty state, resized and destroyed, each step through Flux and
+the real vCluster chart, each apply returning once the host runs what it asked for."""
 
 from __future__ import annotations
 
@@ -57,7 +53,7 @@ def syncer_cpu_limit(kube: Client, namespace: str) -> str:
     return str(syncer.resources.limits["cpu"])
 
 
-def test_the_provider_creates_imports_and_destroys_a_cluster_on_the_bed(
+def test_the_provider_creates_imports_resizes_and_destroys_a_cluster_on_the_bed(
     kube: Client, platform: Platform, tmp_path: Path
 ) -> None:
     key, _ = create_tenant(platform.env, "tofu")
@@ -77,6 +73,16 @@ def test_the_provider_creates_imports_and_destroys_a_cluster_on_the_bed(
 
     (workdir / "terraform.tfstate").unlink()
     tofu.ok("import", "tenantplane_cluster.web", "web")
+    assert tofu.plan_exit_code() == 0
+
+    # The apply of a resize returns once Flux released the new share and the cluster runs.
+    tofu.configure(web(cpu="2", memory="4Gi"))
+    tofu.ok("apply", "-auto-approve", "-input=false")
+    cluster = tenant.read("/clusters/web")
+    assert cluster is not None
+    assert cluster["resources"] == {"cpu": "2", "memory": "4Gi", "storage": "5Gi"}
+    assert cluster["status"]["phase"] == "Running"
+    assert syncer_cpu_limit(kube, namespace) == "750m"
     assert tofu.plan_exit_code() == 0
 
     # Destroy returns once the API says 404; the host keeps nothing of it.

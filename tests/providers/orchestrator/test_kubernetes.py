@@ -10,9 +10,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
+import yaml
 from lightkube import ApiError
 from pydantic import ValidationError
 
@@ -22,6 +24,7 @@ from tenantplane.providers.orchestrator import ClusterSpec, Observation, Stage
 from tenantplane.providers.orchestrator.kubernetes import (
     ChartSettings,
     KubernetesOrchestrator,
+    observation_of,
 )
 from tenantplane.reconcile.fence import UNFENCED
 from tests.fakes.kubernetes_fixtures import HostCluster
@@ -398,3 +401,41 @@ def test_kubernetes_settings_that_cannot_work_are_refused(
 ) -> None:
     with pytest.raises(ValidationError, match=message):
         Settings(_env_file=None, data_dir=tmp_path, **overrides)  # type: ignore[arg-type]
+
+
+def test_a_change_applied_during_the_first_install_is_not_running_before_flux_takes_it_up() -> None:
+    """The HelmRelease as helm-controller shows it while it installs generation 1 (its
+    attempt recorded, nothing observed, no history) after generation 2 (a resize) was
+    applied: the workloads the install created serve, but the cluster does not run the
+    change. On the bed a resize returned as run here, with the old share released."""
+    cluster = spec(high_availability=False)
+    kubeconfig = yaml.safe_dump({"clusters": [{"cluster": {"server": "https://dev.example"}}]})
+    release = {
+        "kind": "HelmRelease",
+        "metadata": {"name": "dev", "namespace": "tp-acme", "generation": 2},
+        "status": {
+            "lastAttemptedGeneration": 1,
+            "conditions": [{"type": "Ready", "status": "Unknown", "reason": "Progressing"}],
+        },
+    }
+
+    def ready(kind: str, name: str) -> dict[str, Any]:
+        return {
+            "kind": kind,
+            "metadata": {"name": name, "generation": 1},
+            "spec": {"replicas": 1},
+            "status": {
+                "observedGeneration": 1,
+                "readyReplicas": 1,
+                "updatedReplicas": 1,
+                "replicas": 1,
+            },
+        }
+
+    workloads = (ready("Deployment", "dev"), ready("StatefulSet", "dev-etcd"))
+    secret = {"data": {"config": base64.b64encode(kubeconfig.encode()).decode()}}
+    seen = observation_of(cluster, CHART, release, *workloads, secret)
+    assert seen.stage == Stage.upgrading
+    # Taken up (attempted), the same release serving its first install is Running.
+    release["status"]["lastAttemptedGeneration"] = 2
+    assert observation_of(cluster, CHART, release, *workloads, secret).stage == Stage.ready

@@ -31,12 +31,18 @@ class ReleaseState:
     released: bool  # the current generation is released and Ready
     stalled: str | None  # the terminal failure ("<reason>: <message>"), if any
     progress: str  # what Flux says now (Ready's reason and message)
+    # Flux works on (or last tried) an older generation than the release's own: a change
+    # applied since is not taken up yet (``status.lastAttemptedGeneration``, set when an
+    # attempt begins; unknown when absent).
+    behind: bool = False
 
 
 def release_state(release: Manifest) -> ReleaseState:
     ready = condition(release, "Ready")
     stalled = condition(release, "Stalled")
-    current = dig(release, "status", "observedGeneration") == release["metadata"].get("generation")
+    generation = release["metadata"].get("generation")
+    current = dig(release, "status", "observedGeneration") == generation
+    attempted = dig(release, "status", "lastAttemptedGeneration", default=None)
     history = dig(release, "status", "history", default=None) or []
     installed = any(snapshot.get("status") in _INSTALLED for snapshot in history)
     reason = ready.get("reason") or "Progressing"
@@ -51,4 +57,5 @@ def release_state(release: Manifest) -> ReleaseState:
         released=current and ready.get("status") == "True",
         stalled=terminal,
         progress=progress,
+        behind=not current and attempted is not None and attempted != generation,
     )

@@ -356,7 +356,10 @@ def observation_of(
     certificate_authority = (kubeconfig or {}).get("data", {}).get("certificate-authority", "")
     connection = {"endpoint": server, "certificate_authority": certificate_authority}
     rolling = _rolling(control_plane_set) or _rolling(etcd_set)
-    if state.installed and (not state.current or rolling):
+    # While the first install runs, what it installs may serve already (Running), but a
+    # change applied meanwhile (a resize) waits for Flux's next attempt: until then it is
+    # upgrading, or a wait for it would end before Flux took it up (found on the bed).
+    if (state.installed and (not state.current or rolling)) or state.behind:
         return _with(
             base,
             stage=Stage.upgrading,
