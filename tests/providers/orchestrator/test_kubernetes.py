@@ -410,7 +410,7 @@ def test_a_change_applied_during_the_first_install_is_not_running_before_flux_ta
     change. On the bed a resize returned as run here, with the old share released."""
     cluster = spec(high_availability=False)
     kubeconfig = yaml.safe_dump({"clusters": [{"cluster": {"server": "https://dev.example"}}]})
-    release = {
+    release: dict[str, Any] = {
         "kind": "HelmRelease",
         "metadata": {"name": "dev", "namespace": "tp-acme", "generation": 2},
         "status": {
