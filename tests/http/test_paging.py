@@ -4,6 +4,8 @@ are created or deleted between pages; bad parameters are 400 naming the paramete
 
 from __future__ import annotations
 
+import asyncio
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -14,6 +16,9 @@ import pytest
 
 from tests.factories import Factory, TenantFixture
 from tests.http_client import bearer
+
+# How long a deleted cluster may take to go (the app's reconciler removes it).
+REMOVAL_DEADLINE_SECONDS = 30.0
 
 Make = Callable[[httpx.AsyncClient, Factory, TenantFixture, str], Awaitable[None]]
 Remove = Callable[[httpx.AsyncClient, TenantFixture, str], Awaitable[None]]
@@ -28,8 +33,15 @@ async def _make_cluster(_: httpx.AsyncClient, f: Factory, t: TenantFixture, name
 
 
 async def _remove_cluster(client: httpx.AsyncClient, tenant: TenantFixture, name: str) -> None:
-    # Asked to go, a cluster stays listed until it is gone: a row deleted is gone.
-    await _ok(await client.delete(f"{tenant.path}/clusters/{name}", headers=_admin(tenant)))
+    # Asked to go (202), a cluster stays listed until the reconciler has removed it: waited
+    # for here, so that it is gone before the walk goes on (on a slow run it was still
+    # listed, Terminating, when its page came).
+    path = f"{tenant.path}/clusters/{name}"
+    await _ok(await client.delete(path, headers=_admin(tenant)))
+    give_up = time.monotonic() + REMOVAL_DEADLINE_SECONDS
+    while (await client.get(path, headers=_admin(tenant))).status_code != 404:
+        assert time.monotonic() < give_up, f"cluster {name} not gone"
+        await asyncio.sleep(0.05)  # polling a condition with a deadline
 
 
 async def _make_secret(client: httpx.AsyncClient, _: Factory, t: TenantFixture, name: str) -> None:
