@@ -4,8 +4,6 @@ are created or deleted between pages; bad parameters are 400 naming the paramete
 
 from __future__ import annotations
 
-import asyncio
-import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -14,11 +12,9 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.cluster.polling import gone, poll
 from tests.factories import Factory, TenantFixture
 from tests.http_client import bearer
-
-# How long a deleted cluster may take to go (the app's reconciler removes it).
-REMOVAL_DEADLINE_SECONDS = 30.0
 
 Make = Callable[[httpx.AsyncClient, Factory, TenantFixture, str], Awaitable[None]]
 Remove = Callable[[httpx.AsyncClient, TenantFixture, str], Awaitable[None]]
@@ -38,10 +34,7 @@ async def _remove_cluster(client: httpx.AsyncClient, tenant: TenantFixture, name
     # listed, Terminating, when its page came).
     path = f"{tenant.path}/clusters/{name}"
     await _ok(await client.delete(path, headers=_admin(tenant)))
-    give_up = time.monotonic() + REMOVAL_DEADLINE_SECONDS
-    while (await client.get(path, headers=_admin(tenant))).status_code != 404:
-        assert time.monotonic() < give_up, f"cluster {name} not gone"
-        await asyncio.sleep(0.05)  # polling a condition with a deadline
+    await poll(client, path, _admin(tenant), gone, f"cluster {name} gone")
 
 
 async def _make_secret(client: httpx.AsyncClient, _: Factory, t: TenantFixture, name: str) -> None:
