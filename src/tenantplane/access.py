@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from typing import Annotated, Protocol
 
 from fastapi import Depends, Request
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.apikey.cache import CachedKey, KeyCache
 from tenantplane.apikey.repository import ApiKeyRepository, find_credential
@@ -25,6 +26,7 @@ from tenantplane.apikey.tokens import candidate_hashes, hash_key, looks_like_key
 from tenantplane.db.engine import Database
 from tenantplane.db.reads import Reads
 from tenantplane.db.session import SessionDep, get_database
+from tenantplane.event.audit import actor_of, audit_write, record_refusal
 from tenantplane.http.access import Access, AccessCheck, tag_access
 from tenantplane.http.errors import Forbidden, Unauthenticated, check_before_validation_errors
 from tenantplane.http.names import TenantPath, path_name
@@ -32,6 +34,7 @@ from tenantplane.keys import KeyRing
 from tenantplane.member.models import Role
 from tenantplane.member.repository import find_membership
 from tenantplane.tenant.models import TenantState
+from tenantplane.tenant.repository import TenantRepository
 from tenantplane.tenant.service import check_writable, check_writable_as_committed
 
 
@@ -231,10 +234,28 @@ def require(
     async def tenant_scoped(
         request: Request, identity: AuthenticatedIdentity, tenant: TenantPath, session: SessionDep
     ) -> Principal:
+        if request.method not in WRITE_METHODS:
+            return await principal_of(request, identity, tenant)
+        actor = actor_of(identity.email, identity.api_key_id)
+        try:
+            principal = await checked_writer(request, identity, tenant, session)
+        except Forbidden:
+            # Whatever the request did before the refusal is not kept; the refusal is.
+            await session.rollback()
+            tenant_id = await TenantRepository.from_session(session).id_of(tenant)
+            if tenant_id is not None:
+                await record_refusal(session, request, tenant_id, actor)
+            raise
+        audit_write(request, principal.tenant_id, actor)
+        return principal
+
+    async def checked_writer(
+        request: Request, identity: Identity, tenant: str, session: AsyncSession
+    ) -> Principal:
         principal = await principal_of(request, identity, tenant)
         # A write allowed in every state needs no look at the state, nor the lock that
         # orders it against state changes (it may call a remote service: the payment portal).
-        if request.method not in WRITE_METHODS or writable_in >= _INACTIVE_STATES:
+        if writable_in >= _INACTIVE_STATES:
             return principal
         if write_checks_state:
             # The write checks the state under the lock in its own statement. Of what comes

@@ -23,6 +23,8 @@ from tenantplane.cluster.routes import router as cluster_router
 from tenantplane.cluster.routes import versions_router as cluster_versions_router
 from tenantplane.config import Settings
 from tenantplane.db.engine import Database
+from tenantplane.event.actions import check_every_write_audited
+from tenantplane.event.routes import router as event_router
 from tenantplane.http.body_limit import RequestBodyMiddleware
 from tenantplane.http.conditional import ConditionalGetMiddleware
 from tenantplane.http.cors import install_cors
@@ -34,6 +36,7 @@ from tenantplane.http.proxy import TrustedProxyHeadersMiddleware
 from tenantplane.http.ratelimit import RateLimiter, RateLimitMiddleware
 from tenantplane.http.ratelimit_store import StoreGuard
 from tenantplane.http.request_id import RequestIdMiddleware
+from tenantplane.http.route_index import api_routes
 from tenantplane.http.security_headers import SecurityHeadersMiddleware, security_headers
 from tenantplane.logging import configure_logging
 from tenantplane.member.routes import router as member_router
@@ -61,6 +64,7 @@ FEATURE_ROUTERS = (
     member_router,
     apikey_router,
     alerting_router,
+    event_router,
     cluster_versions_router,
     billing_router,
     cluster_review_router,
@@ -156,6 +160,7 @@ def create_app(
     app.openapi = lambda: openapi_document(app)  # type: ignore[method-assign]
     app.include_router(ops.router)
     include_api(app)
+    check_every_write_audited(api_routes(app.routes))
 
     # Added innermost first: security headers and request ids wrap everything, proxies are
     # resolved before the rate limiter reads the client address. A 304 is made innermost,

@@ -13,6 +13,8 @@ from tenantplane.billing.models import (
 )
 from tenantplane.cluster.models import Cluster, ClusterHistory
 from tenantplane.db.base import Base
+from tenantplane.event.models import Event, EventChain
+from tenantplane.event.webhook.models import Webhook, WebhookDelivery
 from tenantplane.idempotency.models import IdempotencyRecord
 from tenantplane.member.models import Member
 from tenantplane.providers.orchestrator.simulator_models import SimulatedCluster
@@ -31,6 +33,8 @@ __all__ = [
     "Cluster",
     "ClusterHistory",
     "CreditEntry",
+    "Event",
+    "EventChain",
     "IdempotencyRecord",
     "Invoice",
     "InvoiceLineItem",
@@ -40,4 +44,6 @@ __all__ = [
     "SimulatedCluster",
     "SimulatedSecretCopy",
     "Tenant",
+    "Webhook",
+    "WebhookDelivery",
 ]

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Request, Response
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.db.engine import Database
@@ -22,12 +22,32 @@ def get_database(request: Request) -> Database:
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
-async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
+# Work a request adds to its own transaction once the route has answered, before the commit
+# (an audit event records the answer: its status and headers).
+BeforeCommit = Callable[[AsyncSession, Response], Awaitable[None]]
+_BEFORE_COMMIT = "before_commit"
+
+
+def before_commit(request: Request, hook: BeforeCommit) -> None:
+    """Run ``hook`` in the request's session after the route returns, before the commit;
+    not when the route fails (its transaction is rolled back)."""
+    hooks: list[BeforeCommit] | None = getattr(request.state, _BEFORE_COMMIT, None)
+    if hooks is None:
+        hooks = []
+        setattr(request.state, _BEFORE_COMMIT, hooks)
+    hooks.append(hook)
+
+
+async def get_session(request: Request, response: Response) -> AsyncIterator[AsyncSession]:
+    """``response``: the one the route sets its status and headers on (FastAPI passes the
+    same object to every dependency and to the route)."""
     database = get_database(request)
     sessions = database.reader if request.method in READ_METHODS else database.sessionmaker
     session = sessions()
     try:
         yield session
+        for hook in getattr(request.state, _BEFORE_COMMIT, ()):
+            await hook(session, response)
         if session.in_transaction() or _pending(session):
             await session.commit()
     finally:

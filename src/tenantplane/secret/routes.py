@@ -4,19 +4,15 @@ from typing import Annotated
 
 from fastapi import APIRouter, Request, Response, status
 
-from tenantplane.access import TenantAdmin, TenantAdminStateInWrite, TenantMember
-from tenantplane.db.session import DatabaseDep, SessionDep
+from tenantplane.access import TenantAdmin, TenantMember
+from tenantplane.db.session import SessionDep
 from tenantplane.http.errors import error_responses
 from tenantplane.http.etag import NOT_MODIFIED, IfMatch, set_etag
 from tenantplane.http.location import set_location
 from tenantplane.http.names import resource_name_path
 from tenantplane.http.paging import Paging
 from tenantplane.http.schemas import PagedList
-from tenantplane.idempotency.dependency import (
-    IDEMPOTENCY_RESPONSES,
-    CapturingRoute,
-    IdempotentStateInWrite,
-)
+from tenantplane.idempotency.dependency import IDEMPOTENCY_RESPONSES, CapturingRoute, Idempotent
 from tenantplane.secret import service
 from tenantplane.secret.schemas import SecretCreate, SecretRead, SecretUpdate
 
@@ -31,11 +27,10 @@ router = APIRouter(prefix="/tenants/{tenant}/secrets", tags=["secrets"], route_c
     responses={**error_responses(409), **IDEMPOTENCY_RESPONSES},
 )
 async def create_secret(
-    principal: TenantAdminStateInWrite,
-    state_locked: IdempotentStateInWrite,
+    principal: TenantAdmin,
+    _: Idempotent,
     body: SecretCreate,
     session: SessionDep,
-    database: DatabaseDep,
     request: Request,
     response: Response,
 ) -> SecretRead:
@@ -43,9 +38,7 @@ async def create_secret(
 
     It points at a path in the tenant's vault and may name sync targets. Admin.
     """
-    secret = await service.create(
-        session, database, principal.tenant_id, body, state_locked=state_locked
-    )
+    secret = await service.create(session, principal.tenant_id, body)
     set_etag(response, secret.resource_version)
     set_location(request, response, secret.name)
     return SecretRead.of(secret)

@@ -9,24 +9,19 @@ from datetime import datetime
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tenantplane.access import not_a_member
 from tenantplane.db.clock import clock_of
-from tenantplane.db.engine import Database
-from tenantplane.db.errors import DatabaseTrouble
-from tenantplane.db.writes import Writes
 from tenantplane.http.errors import (
     Conflict,
     NotFound,
     ValidationFailed,
-    database_error,
 )
 from tenantplane.http.etag import check_if_match
 from tenantplane.http.names import path_name
 from tenantplane.http.paging import WHOLE, Page, SortKey, split_page
-from tenantplane.reconcile import wake_after_commit, wake_now
-from tenantplane.reconcile.hints import notify_expression, notify_in_statement
+from tenantplane.reconcile import wake_after_commit
+from tenantplane.reconcile.hints import notify_in_statement
 from tenantplane.secret.models import Secret, SyncPhase
-from tenantplane.secret.repository import SecretRepository, insert_if_tenant_active
+from tenantplane.secret.repository import SecretRepository
 from tenantplane.secret.schemas import SecretCreate, SyncTargetIn
 from tenantplane.secret.status import (
     initial_conditions,
@@ -35,8 +30,6 @@ from tenantplane.secret.status import (
     statuses_for_new_targets,
     target_key,
 )
-from tenantplane.tenant.repository import committed_state
-from tenantplane.tenant.service import check_writable, refuse_unless_writable
 
 RECONCILER = "secrets"
 
@@ -81,52 +74,9 @@ def _schedule(session: AsyncSession, secret: Secret, now: datetime) -> None:
     wake_after_commit(session, RECONCILER)
 
 
-async def create(
-    session: AsyncSession,
-    database: Database,
-    tenant_id: int,
-    body: SecretCreate,
-    *,
-    state_locked: bool = False,
-) -> Secret:
-    """Create the secret. With nothing to look up first (no sync targets) and nothing else
-    in the request's transaction, the create is one statement of its own (db/writes.py)
-    that takes the tenant's state lock and checks the state: the access check
-    (``TenantAdminStateInWrite``) left that to it."""
-    if body.sync or state_locked or session.in_transaction():
-        # Targets are checked against the tenant's clusters in the request's transaction;
-        # one already begun (an Idempotency-Key claimed in it) must hold the create too.
-        if not state_locked:
-            # The state lock first, as every other write's access check takes it (this
-            # route's left it to the write). ``state_locked``: the Idempotency-Key's
-            # dependency took it already.
-            await check_writable(session, tenant_id)
-        return await _create_in_session(session, tenant_id, body)
-    secret = _new_secret(await database.clock.now(), tenant_id, body, [])
-    for _ in range(2):
-        if await _insert_alone(database.writes, secret):
-            wake_now(RECONCILER)
-            return secret
-        # The tenant was not active when the statement held its state lock: refused as the
-        # access check would have. Active again already (a suspension lifted meanwhile), it
-        # gets one more try.
-        state = await committed_state(database.reads, tenant_id)
-        if state is None:
-            raise not_a_member()  # gone since the access check
-        refuse_unless_writable(state)
-    # A state that keeps changing under the create: answered as any other conflicting change.
-    raise database_error(DatabaseTrouble.busy)
-
-
-async def _insert_alone(writes: Writes, secret: Secret) -> bool:
-    notify = notify_expression(RECONCILER) if writes.is_postgresql else None
-    try:
-        return await insert_if_tenant_active(writes, secret, returning=notify)
-    except IntegrityError as exc:
-        raise _name_taken(secret.name) from exc
-
-
-async def _create_in_session(session: AsyncSession, tenant_id: int, body: SecretCreate) -> Secret:
+async def create(session: AsyncSession, tenant_id: int, body: SecretCreate) -> Secret:
+    """Create the secret in the request's transaction (which holds the tenant's state lock:
+    the access check took it), where its audit event is written too."""
     repository = SecretRepository.from_session(session)
     targets: list[dict[str, str]] = []
     if body.sync:

@@ -48,6 +48,9 @@ class TenantRepository:
         statement = select(Tenant).where(Tenant.name == name)
         return (await self.session.execute(statement)).scalar_one_or_none()
 
+    async def id_of(self, name: str) -> int | None:
+        return (await self.session.execute(select(Tenant.id).where(Tenant.name == name))).scalar()
+
     async def get(self, tenant_id: int) -> Tenant | None:
         return await self.session.get(Tenant, tenant_id)
 
