@@ -45,11 +45,19 @@ class PlanLimits(Resources):
     clusters: int = Field(ge=0)
 
 
+class EventRetention(BaseModel):
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+    # How long a tenant's events are kept (docs/events.md, "Retention").
+    retention_days: int = Field(default=90, ge=1, le=36500, alias="retentionDays")
+
+
 class PlanEntry(BaseModel):
     # Other sections (billing's prices) sit beside `limits`.
     model_config = ConfigDict(extra="allow", frozen=True)
 
     limits: PlanLimits
+    events: EventRetention = EventRetention()
 
 
 class Defaults(BaseModel):

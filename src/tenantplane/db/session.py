@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Request, Response
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -23,19 +23,32 @@ READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 # Work a request adds to its own transaction once the route has answered, before the commit
-# (an audit event records the answer: its status and headers).
+# (an audit event records the answer: its status and headers), and work done when the route
+# fails (an audit event records a refusal).
 BeforeCommit = Callable[[AsyncSession, Response], Awaitable[None]]
+OnFailure = Callable[[AsyncSession, Exception], Awaitable[None]]
 _BEFORE_COMMIT = "before_commit"
+_ON_FAILURE = "on_failure"
+
+
+def _hooks(request: Request, name: str) -> list[Any]:
+    hooks: list[Any] | None = getattr(request.state, name, None)
+    if hooks is None:
+        hooks = []
+        setattr(request.state, name, hooks)
+    return hooks
 
 
 def before_commit(request: Request, hook: BeforeCommit) -> None:
     """Run ``hook`` in the request's session after the route returns, before the commit;
     not when the route fails (its transaction is rolled back)."""
-    hooks: list[BeforeCommit] | None = getattr(request.state, _BEFORE_COMMIT, None)
-    if hooks is None:
-        hooks = []
-        setattr(request.state, _BEFORE_COMMIT, hooks)
-    hooks.append(hook)
+    _hooks(request, _BEFORE_COMMIT).append(hook)
+
+
+def on_failure(request: Request, hook: OnFailure) -> None:
+    """Run ``hook`` with the request's session and the exception when the route fails; the
+    session's transaction is still open (a hook that writes rolls it back first)."""
+    _hooks(request, _ON_FAILURE).append(hook)
 
 
 async def get_session(request: Request, response: Response) -> AsyncIterator[AsyncSession]:
@@ -45,7 +58,12 @@ async def get_session(request: Request, response: Response) -> AsyncIterator[Asy
     sessions = database.reader if request.method in READ_METHODS else database.sessionmaker
     session = sessions()
     try:
-        yield session
+        try:
+            yield session
+        except Exception as exc:
+            for failed in getattr(request.state, _ON_FAILURE, ()):
+                await failed(session, exc)
+            raise
         for hook in getattr(request.state, _BEFORE_COMMIT, ()):
             await hook(session, response)
         if session.in_transaction() or _pending(session):

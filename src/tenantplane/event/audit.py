@@ -17,9 +17,10 @@ from fastapi import Request, Response
 from fastapi.routing import APIRoute
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tenantplane.db.session import before_commit
+from tenantplane.db.session import before_commit, on_failure
 from tenantplane.event.actions import AuditAction, audit_action
 from tenantplane.event.log import Actor, ActorKind, Draft, EventType, append
+from tenantplane.http.errors import ApiError
 from tenantplane.http.etag import entity_tags
 from tenantplane.http.request_id import request_id_of
 
@@ -90,8 +91,19 @@ def _draft(request: Request, actor: Actor, status: int, response: Response | Non
 
 
 def audit_write(request: Request, tenant_id: int, actor: Actor) -> None:
-    """Record the write this request makes, in its transaction, once the route answers."""
+    """Record the write this request makes, in its transaction, once the route answers; or
+    its refusal, when the route refuses it with 403 after the access check (a field only the
+    platform may set, a role change the caller may not make)."""
     before_commit(request, functools.partial(_record_write, request, tenant_id, actor))
+    on_failure(request, functools.partial(_record_late_refusal, request, tenant_id, actor))
+
+
+async def _record_late_refusal(
+    request: Request, tenant_id: int, actor: Actor, session: AsyncSession, exc: Exception
+) -> None:
+    if isinstance(exc, ApiError) and exc.status == 403:
+        await session.rollback()
+        await record_refusal(session, request, tenant_id, actor)
 
 
 async def _record_write(

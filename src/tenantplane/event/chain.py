@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,22 +57,30 @@ def columns_of(event: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def first_break(start_seq: int, start_hash: str, links: Iterable[StoredLink]) -> Break | None:
-    """The first event, in chain order from ``start_seq`` + 1, that does not follow from
-    the one before it; None when the whole stream verifies."""
-    expected_seq, previous = start_seq + 1, start_hash
-    for link in links:
-        if link.seq != expected_seq:
-            return Break(link.seq, link.id, f"position {expected_seq} is missing")
+class ChainWalk:
+    """Checks stored events one at a time, in chain order, from where the kept chain begins
+    (position ``seq``, hash ``hash``: the purge anchor, or 0 and the genesis hash)."""
+
+    def __init__(self, seq: int, digest: str) -> None:
+        self.seq, self.hash = seq, digest
+        self.count = 0
+        self.first_seq: int | None = None
+
+    def check(self, link: StoredLink) -> Break | None:
+        """The break ``link`` makes, or None when it follows from the one before it."""
+        if link.seq != self.seq + 1:
+            return Break(self.seq + 1, "", f"position {self.seq + 1} is missing")
         try:
             event = json.loads(link.body)
         except ValueError:
             return Break(link.seq, link.id, "the stored body is not JSON")
         if not isinstance(event, dict) or canonical_json(event) != link.body:
             return Break(link.seq, link.id, "the stored body is not in canonical form")
-        if chained_hash(previous, link.body) != link.hash:
+        if chained_hash(self.hash, link.body) != link.hash:
             return Break(link.seq, link.id, "the hash does not follow from the previous event")
         if columns_of(event) != link.columns:
             return Break(link.seq, link.id, "the stored columns differ from the hashed body")
-        expected_seq, previous = link.seq + 1, link.hash
-    return None
+        self.seq, self.hash = link.seq, link.hash
+        self.count += 1
+        self.first_seq = link.seq if self.first_seq is None else self.first_seq
+        return None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import insert, update
@@ -104,7 +104,7 @@ async def append(session: AsyncSession, tenant_id: int, draft: Draft) -> dict[st
     time = await clock_of(session).now()
     event = draft.event(new_event_id(time), time)
     body = canonical_json(event)
-    seq, previous = await _lock_head(session, tenant_id)
+    seq, previous = await _lock_head(session, tenant_id, time)
     seq += 1
     digest = chained_hash(previous, body)
     columns = columns_of(event)
@@ -126,7 +126,7 @@ async def append(session: AsyncSession, tenant_id: int, draft: Draft) -> dict[st
     return {**event, "hash": digest}
 
 
-async def _lock_head(session: AsyncSession, tenant_id: int) -> tuple[int, str]:
+async def _lock_head(session: AsyncSession, tenant_id: int, time: datetime) -> tuple[int, str]:
     """The tenant's chain head (made on its first event), locked until the transaction ends:
     an upsert that changes nothing takes the row's lock as an update would."""
     dialect = session.get_bind().dialect.name
@@ -134,7 +134,15 @@ async def _lock_head(session: AsyncSession, tenant_id: int) -> tuple[int, str]:
     table = EventChain.__table__
     statement = (
         module.insert(table)
-        .values(tenant_id=tenant_id, seq=0, hash=GENESIS, purged_seq=0, purged_hash=GENESIS)
+        .values(
+            tenant_id=tenant_id,
+            seq=0,
+            hash=GENESIS,
+            purged_seq=0,
+            purged_hash=GENESIS,
+            # Retention looks at the tenant's events from an hour after the first.
+            reconcile_at=time + timedelta(hours=1),
+        )
         .on_conflict_do_update(index_elements=[table.c.tenant_id], set_={"seq": table.c.seq})
         .returning(table.c.seq, table.c.hash)
     )

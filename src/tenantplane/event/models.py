@@ -8,6 +8,7 @@ from sqlalchemy import BigInteger, ForeignKey, Index, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from tenantplane.db.base import Base
+from tenantplane.reconcile.lease import Leased
 
 # The hash before a tenant's first event: 32 zero bytes.
 GENESIS = "0" * 64
@@ -47,8 +48,9 @@ class Event(Base):
     )
 
 
-class EventChain(Base):
-    """The head of a tenant's chain, and where its retained part begins."""
+class EventChain(Leased, Base):
+    """The head of a tenant's chain, and where its retained part begins. ``reconcile_at``:
+    when retention next looks at the tenant's events (event/retention.py)."""
 
     __tablename__ = "event_chains"
 

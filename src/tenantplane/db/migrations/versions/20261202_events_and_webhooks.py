@@ -27,6 +27,10 @@ def upgrade() -> None:
         sa.Column("hash", sa.String(length=64), nullable=False),
         sa.Column("purged_seq", sa.BigInteger(), nullable=False),
         sa.Column("purged_hash", sa.String(length=64), nullable=False),
+        sa.Column("lock_owner", sa.String(length=64), nullable=True),
+        sa.Column("lock_token", sa.String(length=32), nullable=True),
+        sa.Column("lock_expires_at", tenantplane.db.base.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("reconcile_at", tenantplane.db.base.UTCDateTime(timezone=True), nullable=True),
         sa.ForeignKeyConstraint(
             ["tenant_id"],
             ["tenants.id"],
@@ -35,6 +39,10 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("tenant_id", name=op.f("pk_event_chains")),
     )
+    with op.batch_alter_table("event_chains", schema=None) as batch_op:
+        batch_op.create_index(
+            batch_op.f("ix_event_chains_reconcile_at"), ["reconcile_at"], unique=False
+        )
     op.create_table(
         "events",
         sa.Column("tenant_id", sa.Integer(), nullable=False),
@@ -173,5 +181,7 @@ def downgrade() -> None:
         batch_op.drop_index("ix_events_tenant_action")
 
     op.drop_table("events")
+    with op.batch_alter_table("event_chains", schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f("ix_event_chains_reconcile_at"))
     op.drop_table("event_chains")
     # ### end Alembic commands ###
