@@ -5,7 +5,7 @@ covered without touching this file, and a route that declares no access level fa
 Each call fills the path's parameters with plausible values and sends ``{}`` as the body of
 writes; whatever the operation then answers, a status other than 401/403 means the caller
 got past authentication and authorization ("allowed"). Denied calls must leave every table
-as it was.
+as it was, but for the audit event each refused write (403) records in the tenant's stream.
 """
 
 from __future__ import annotations
@@ -20,12 +20,13 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import Request
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from tenantplane.access import WRITE_METHODS as STATE_CHECKED_METHODS
 from tenantplane.access import TenantMember, TenantMemberReads
 from tenantplane.db.engine import Database
 from tenantplane.db.models import Base
+from tenantplane.event.models import Event
 from tenantplane.http.access import Access
 from tenantplane.member.models import Role
 from tests.access import Operation, UndeclaredAccess, introspection_app, operations
@@ -39,6 +40,8 @@ BOSS = "boss@matrix.example.com"
 STRANGER = "stranger@matrix.example.com"  # an admin, but of another tenant
 # Columns that record use of a credential; authentication may write them before it denies.
 USAGE_COLUMNS = frozenset({"last_used_at"})
+# The event stream: a refused write is recorded there (counted, not compared).
+EVENT_TABLES = frozenset({"events", "event_chains"})
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH"})
 DENIED = frozenset({401, 403})
 
@@ -94,14 +97,24 @@ def fill_path(operation: Operation, tenant: str) -> str:
 
 
 async def snapshot(database: Database) -> dict[str, list[str]]:
-    """Every row of every table (but usage timestamps), in a stable order."""
+    """Every row of every table (but usage timestamps and the event stream), in a stable
+    order."""
     tables: dict[str, list[str]] = {}
     async with database.transaction() as session:
         for table in Base.metadata.sorted_tables:
+            if table.name in EVENT_TABLES:
+                continue
             columns = [column for column in table.columns if column.name not in USAGE_COLUMNS]
             rows = (await session.execute(select(*columns))).all()
             tables[table.name] = sorted(repr(tuple(row)) for row in rows)
     return tables
+
+
+async def refusals(database: Database) -> int:
+    """The audit events in every tenant's stream (counted around denied calls only)."""
+    async with database.transaction() as session:
+        statement = select(func.count()).where(Event.type == "audit")
+        return int((await session.execute(statement)).scalar_one())
 
 
 @pytest.fixture
@@ -206,10 +219,16 @@ async def test_access_matrix(
     denied = [c for c in CALLERS if c.expected(level) is not Outcome.allowed]
     allowed = [c for c in CALLERS if c.expected(level) is Outcome.allowed]
 
-    before = await snapshot(database)
+    before, events_before = await snapshot(database), await refusals(database)
+    forbidden = 0
     for caller in denied:
-        check(operation, caller, await send(matrix_client, operation, url, headers[caller.name]))
+        response = await send(matrix_client, operation, url, headers[caller.name])
+        check(operation, caller, response)
+        forbidden += response.status_code == 403
     assert await snapshot(database) == before, f"a denied call to {operation} changed data"
+    recorded = await refusals(database) - events_before
+    # Every write refused for access is recorded once; nothing else a denied call does is.
+    assert recorded == (forbidden if operation.method in STATE_CHECKED_METHODS else 0)
 
     for caller in allowed:
         check(operation, caller, await send(matrix_client, operation, url, headers[caller.name]))

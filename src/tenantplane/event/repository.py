@@ -37,7 +37,7 @@ class EventFilter:
 _CONDITIONS = {
     "type": lambda: Event.type == bindparam("type"),
     "action": lambda: Event.action == bindparam("action"),
-    "action_prefix": lambda: Event.action.startswith(bindparam("action_prefix"), autoescape=True),
+    "action_prefix": lambda: Event.action.like(bindparam("action_prefix"), escape="\\"),
     "kind": lambda: Event.resource_kind == bindparam("kind"),
     "name": lambda: Event.resource_name == bindparam("name"),
     "actor": lambda: Event.actor_id == bindparam("actor"),
@@ -61,9 +61,17 @@ def _page_statement(filters: frozenset[str]) -> Select[int, str, str]:
     return statement
 
 
+def _like_prefix(prefix: str) -> str:
+    """A LIKE pattern matching what starts with ``prefix`` (its wildcards escaped)."""
+    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped + "%"
+
+
 async def page(reads: Reads, tenant_id: int, wanted: EventFilter, limit: int) -> Sequence[ReadRow]:
     """At most ``limit`` events matching ``wanted``, newest first."""
     values = {key: value for key, value in wanted.__dict__.items() if value is not None}
+    if wanted.action_prefix is not None:
+        values["action_prefix"] = _like_prefix(wanted.action_prefix)
     statement = _page_statement(wanted.present())
     return await reads.all(statement, {**values, "tenant_id": tenant_id, "limit": limit})
 
