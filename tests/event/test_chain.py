@@ -21,6 +21,7 @@ from tenantplane.db.engine import Database
 from tenantplane.event import service
 from tenantplane.event.chain import canonical_json
 from tenantplane.event.models import Event, EventChain
+from tests.cluster.polling import poll
 from tests.conftest import TEST_SECRET
 from tests.factories import Factory, TenantFixture
 from tests.http_client import bearer
@@ -186,3 +187,30 @@ async def test_export_writes_json_lines_that_recompute(
         "events", "export", tenant.name, "--since", "yesterday", expect=1, errors=True
     )
     assert "--since must be an RFC 3339 timestamp" in refused
+
+
+async def test_the_worker_purges_what_the_plan_no_longer_keeps(
+    client: httpx.AsyncClient, factory: Factory, database: Database, cli: Cli
+) -> None:
+    tenant = await factory.tenant()  # starter: 30 days (catalogue/plans.yaml)
+    await _stream(client, tenant, 3)
+    async with database.transaction() as session:
+        old = datetime.now(UTC) - timedelta(days=31)
+        await session.execute(
+            update(Event).where(Event.tenant_id == tenant.id, Event.seq <= 2).values(time=old)
+        )
+        # Due now rather than an hour after the first event.
+        await session.execute(
+            update(EventChain)
+            .where(EventChain.tenant_id == tenant.id)
+            .values(reconcile_at=datetime.now(UTC) - timedelta(seconds=1))
+        )
+    kept = await poll(
+        client,
+        f"{tenant.path}/events",
+        bearer(tenant.readonly_key),
+        lambda response: len(response.json()["items"]) == 1,
+        "the retention reconciler's purge",
+    )
+    assert kept.json()["items"][0]["resource"]["name"] == "s2"
+    assert (await _verify(cli, tenant))["firstSeq"] == 3
