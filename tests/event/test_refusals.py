@@ -96,3 +96,17 @@ async def test_a_refusal_for_a_tenant_that_does_not_exist_records_nothing(
     )
     assert refused.status_code == 403
     assert await audit_events(client, tenant) == []
+
+
+async def test_a_repeat_answered_from_its_idempotency_key_records_nothing(
+    client: httpx.AsyncClient, factory: Factory
+) -> None:
+    tenant = await factory.tenant()
+    headers = {**bearer(tenant.admin_key), "Idempotency-Key": "create-db-once"}
+    body = {"name": "db", "secretPath": "apps/db"}
+    first = await client.post(f"{tenant.path}/secrets", json=body, headers=headers)
+    repeat = await client.post(f"{tenant.path}/secrets", json=body, headers=headers)
+    assert (first.status_code, repeat.status_code) == (201, 201)
+    assert repeat.headers["Idempotent-Replayed"] == "true"
+    [created] = await audit_events(client, tenant)
+    assert created["requestId"] == first.headers["X-Request-Id"]
