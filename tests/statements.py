@@ -9,34 +9,24 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tenantplane.db.engine import Database
-from tenantplane.db.writes import PostgresWrites
 
 
 @contextmanager
 def statements_sent(sender: AsyncEngine | Database) -> Iterator[list[str]]:
-    """Every statement sent while the block runs, its whitespace collapsed and upper-cased
-    (``INSERT INTO SECRETS``, ``PG_NOTIFY``): through the engine, and for a database also its
-    one-statement writes (db/writes.py; on SQLite they go through the engine)."""
+    """Every statement sent through the engine (a database's: its sessions') while the block
+    runs, its whitespace collapsed and upper-cased (``INSERT INTO SECRETS``, ``PG_NOTIFY``)."""
     sent: list[str] = []
 
-    def record_sql(statement: str) -> None:
+    def record(_conn: object, _cursor: object, statement: str, *_: object) -> None:
         sent.append(" ".join(statement.split()).upper())
 
-    def record(_conn: object, _cursor: object, statement: str, *_: object) -> None:
-        record_sql(statement)
-
     engine = sender.engine if isinstance(sender, Database) else sender
-    writes = sender.writes if isinstance(sender, Database) else None
     sync_engine = engine.sync_engine
     event.listen(sync_engine, "before_cursor_execute", record)
-    if isinstance(writes, PostgresWrites):
-        writes.listeners.append(record_sql)
     try:
         yield sent
     finally:
         event.remove(sync_engine, "before_cursor_execute", record)
-        if isinstance(writes, PostgresWrites):
-            writes.listeners.remove(record_sql)
 
 
 def notifies(statements: list[str]) -> list[str]:

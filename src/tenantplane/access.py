@@ -12,7 +12,6 @@ who is not a member of a tenant gets the same 403 whether the tenant exists or n
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Annotated, Protocol
@@ -28,14 +27,14 @@ from tenantplane.db.reads import Reads
 from tenantplane.db.session import SessionDep, get_database
 from tenantplane.event.audit import actor_of, audit_write, record_refusal
 from tenantplane.http.access import Access, AccessCheck, tag_access
-from tenantplane.http.errors import Forbidden, Unauthenticated, check_before_validation_errors
+from tenantplane.http.errors import Forbidden, Unauthenticated
 from tenantplane.http.names import TenantPath, path_name
 from tenantplane.keys import KeyRing
 from tenantplane.member.models import Role
 from tenantplane.member.repository import find_membership
 from tenantplane.tenant.models import TenantState
 from tenantplane.tenant.repository import TenantRepository
-from tenantplane.tenant.service import check_writable, check_writable_as_committed
+from tenantplane.tenant.service import check_writable
 
 
 class TokenVerifier(Protocol):
@@ -204,7 +203,6 @@ def require(
     *,
     writable_in: frozenset[TenantState] = frozenset(),
     reads_only: bool = False,
-    write_checks_state: bool = False,
 ) -> AccessCheck:
     """The dependency enforcing ``level``; tagged so tests can read a route's level.
 
@@ -212,11 +210,6 @@ def require(
     (only for writes that change nothing of the tenant's and that an inactive tenant needs).
     ``reads_only``: for GETs answered by plain reads (db/reads.py): no request session is
     opened for the check (it costs as much as the read itself). Refused for writes.
-    ``write_checks_state``: for routes whose write may be one statement that takes the
-    tenant's state lock and checks the state itself (db/writes.py); nothing is read here.
-    A validation error of the request reads the state as last committed first (the refusal
-    keeps its place in the order of checks); every other path of the route must call
-    ``check_writable`` in its session before anything else.
     """
 
     async def public() -> None:
@@ -257,15 +250,7 @@ def require(
         # orders it against state changes (it may call a remote service: the payment portal).
         if writable_in >= _INACTIVE_STATES:
             return principal
-        if write_checks_state:
-            # The write checks the state under the lock in its own statement. Of what comes
-            # before it, only the body's validation must not be answered before the state:
-            # that answer asks for the state first.
-            reads = get_database(request).reads
-            check = functools.partial(check_writable_as_committed, reads, principal.tenant_id)
-            check_before_validation_errors(request, check)
-        else:
-            await check_writable(session, principal.tenant_id, writable_in)
+        await check_writable(session, principal.tenant_id, writable_in)
         return principal
 
     async def tenant_scoped_reads(
@@ -305,10 +290,6 @@ Public = Annotated[None, Depends(require(Access.public))]
 AnyCaller = Annotated[Identity, Depends(require(Access.authenticated))]
 TenantMember = Annotated[Principal, Depends(require(Access.member))]
 TenantAdmin = Annotated[Principal, Depends(require(Access.admin))]
-# An admin write whose statement checks the tenant's state under its lock (see ``require``).
-TenantAdminStateInWrite = Annotated[
-    Principal, Depends(require(Access.admin, write_checks_state=True))
-]
 # The same levels for GETs that read through ``ReadsDep`` and open no session.
 TenantMemberReads = Annotated[Principal, Depends(require(Access.member, reads_only=True))]
 TenantAdminReads = Annotated[Principal, Depends(require(Access.admin, reads_only=True))]

@@ -1,7 +1,6 @@
 """The request's session (db/session.py): what a route did is committed when it succeeds
 (objects added and not flushed included), rolled back when it fails; a route that never used
-its session (the one-statement writes leave it unused) sends nothing and holds no
-connection."""
+its session sends nothing and holds no connection."""
 
 from __future__ import annotations
 

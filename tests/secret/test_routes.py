@@ -16,7 +16,6 @@ from tenantplane.http.errors import Conflict
 from tenantplane.secret import service as secret_service
 from tenantplane.secret.schemas import SecretCreate
 from tenantplane.tenant import lifecycle
-from tenantplane.tenant.service import TenantSuspended
 from tests.conftest import make_settings
 from tests.factories import Factory, TenantFixture
 from tests.http_client import api_client, bearer, running_app
@@ -403,7 +402,6 @@ async def test_create_inserts_the_row_once_without_a_savepoint(
         async with database.transaction() as session:
             await secret_service.create(
                 session,
-                database,
                 tenant.id,
                 SecretCreate.model_validate({"name": "db-creds", "secretPath": "apps/db"}),
             )
@@ -414,40 +412,51 @@ async def test_create_inserts_the_row_once_without_a_savepoint(
 async def test_racing_creates_of_one_name_end_in_a_conflict(
     database: Database, factory: Factory
 ) -> None:
-    """In a request's transaction, the second create finds no committed row (PostgreSQL) and
-    loses at its INSERT, or waits for the write lock and then finds it (SQLite); as a
-    statement of its own, it finds the row committed. A Conflict either way."""
+    """The second create finds no committed row (PostgreSQL) and loses at its INSERT, or
+    waits for the write lock and then finds it (SQLite); a create after the commit finds the
+    row committed. A Conflict either way."""
     tenant = await factory.tenant()
     body = SecretCreate.model_validate({"name": "db-creds", "secretPath": "apps/db"})
     async with database.sessionmaker() as first, database.sessionmaker() as second:
         await first.begin()
         await second.begin()
-        await secret_service.create(first, database, tenant.id, body)
-        racing = asyncio.create_task(secret_service.create(second, database, tenant.id, body))
+        await secret_service.create(first, tenant.id, body)
+        racing = asyncio.create_task(secret_service.create(second, tenant.id, body))
         await asyncio.sleep(0.05)
         await first.commit()
         with pytest.raises(Conflict):
             await racing
         await second.rollback()
-    async with database.sessionmaker() as alone:
+    async with database.sessionmaker() as later:
         with pytest.raises(Conflict):
-            await secret_service.create(alone, database, tenant.id, body)
+            await secret_service.create(later, tenant.id, body)
 
 
-async def test_a_create_alone_inserts_nothing_for_a_tenant_that_is_not_active(
-    database: Database, factory: Factory
+async def test_a_suspended_tenants_create_is_refused_before_its_body_is_validated(
+    client: httpx.AsyncClient, database: Database, factory: Factory
 ) -> None:
-    """The one-statement create checks the state itself (the access check before it read
-    the state without the lock, and it may have changed since): nothing is inserted, and the
-    refusal is the one the access check gives."""
+    """A secret's create checks the tenant's state in its access check, as every other write
+    does: a suspended tenant's create is refused for the state, with or without targets and
+    whatever its body (the order of checks: the state before the body, docs/access.md), as
+    a cluster's create is, and nothing is inserted."""
     tenant = await factory.tenant()
+    await factory.cluster_row(tenant.id, "prod")
     async with database.transaction() as session:
         await lifecycle.suspend(session, tenant.name)
-    body = SecretCreate.model_validate({"name": "db-creds", "secretPath": "apps/db"})
-    async with database.sessionmaker() as session:
-        with pytest.raises(TenantSuspended):
-            await secret_service.create(session, database, tenant.id, body)
-        assert not session.in_transaction()  # it ran alone, not in the session
+    targets = [{"cluster": "prod", "namespace": "a"}]
+    bodies: list[tuple[str, Any]] = [
+        ("secrets", {"name": "db-creds", "secretPath": "apps/db"}),
+        ("secrets", {"name": "db-creds", "secretPath": "apps/db", "sync": targets}),
+        ("secrets", {"name": "Not A Name", "secretPath": ""}),
+        ("secrets", ["not", "a", "body"]),
+        ("clusters", {"name": "Not A Name"}),
+    ]
+    for feature, body in bodies:
+        response = await client.post(
+            f"{tenant.path}/{feature}", json=body, headers=bearer(tenant.admin_key)
+        )
+        assert response.status_code == 403, (feature, body, response.text)
+        assert response.json()["code"] == "TENANT_SUSPENDED", (feature, body, response.text)
     async with database.sessionmaker() as session:
         assert (await secret_service.list_secrets(session, tenant.id))[0] == []
 
@@ -475,10 +484,10 @@ async def test_a_taken_name_is_409_before_its_targets_are_checked(
 async def test_a_create_is_one_insert_that_carries_its_wake_up(
     database: Database, database_url: str, factory: Factory, tmp_path: Path
 ) -> None:
-    """A create without targets is one statement of its own (db/writes.py): the INSERT takes
-    the tenant's state lock and checks the state itself, no look for the name comes before
-    it (the unique index answers a taken one, with the same envelope), and on PostgreSQL the
-    NOTIFY that wakes other processes' reconcilers rides in it, delivered at its commit."""
+    """A create without targets looks for nothing before its INSERT (the unique index
+    answers a taken name, with the same envelope as the look a create with targets makes),
+    and on PostgreSQL the NOTIFY that wakes other processes' reconcilers rides in it,
+    delivered when the request's transaction commits."""
     tenant = await factory.tenant()
     postgresql = database.engine.dialect.name == "postgresql"
     # Reconcilers off: the statements seen are the requests' alone.
@@ -505,23 +514,16 @@ async def test_a_create_is_one_insert_that_carries_its_wake_up(
         assert not [s for s in statements if s.startswith("SELECT") and "FROM SECRETS" in s]
         inserts = [s for s in statements if s.startswith("INSERT INTO SECRETS")]
         assert len(inserts) == 2, statements
-        # Nothing else: the state is read under its lock in the INSERT (the access check
-        # read it as committed, a plain read, not counted here; the key's lastUsedAt is
-        # bookkeeping of its own).
-        others = [s for s in statements if not s.startswith(("BEGIN", "COMMIT", "UPDATE API_KEYS"))]
-        assert others == inserts
-        state = "TENANT_STATE_FOR_WRITE(" if postgresql else "FROM TENANTS"
-        assert all(state in insert for insert in inserts), inserts
-        assert notifies(statements) == (inserts if postgresql else []), statements
+        assert notifies(inserts) == (inserts if postgresql else []), inserts
         await woken.delivered()
 
 
 async def test_a_create_in_the_requests_transaction_reads_the_state_once(
     database: Database, database_url: str, factory: Factory, tmp_path: Path
 ) -> None:
-    """Under an Idempotency-Key, or with targets, the create runs in the request's
-    transaction: the tenant's state is read there once, under its lock, whoever takes it
-    (the key's dependency, before it claims the key; or the create)."""
+    """A create runs in the request's transaction, with or without an Idempotency-Key or
+    targets: the tenant's state is read there once, under its lock, by the access check
+    (before the key is claimed and the targets are looked up)."""
     tenant = await factory.tenant()
     cluster = await factory.cluster_row(tenant.id, "prod")
     targets = [{"cluster": cluster.name, "namespace": "n"}]
@@ -529,6 +531,7 @@ async def test_a_create_in_the_requests_transaction_reads_the_state_once(
     state_read = "TENANT_STATE_FOR_WRITE(" if postgresql else "SELECT TENANTS.STATE FROM TENANTS"
     settings = make_settings(database_url, tmp_path, run_reconcilers=False)
     bodies = {
+        "plain": ({"name": "plain", "secretPath": "apps/p"}, {}),
         "keyed": ({"name": "keyed", "secretPath": "apps/k"}, {"Idempotency-Key": '"once-1"'}),
         "targets": (
             {"name": "targets", "secretPath": "apps/t", "sync": targets},

@@ -59,13 +59,11 @@ async def wait_for_a_waiter(
         await asyncio.sleep(0.02)
 
 
-# Writes that take the tenant's state lock each their own way: in the access check (a
-# cluster); in the one statement that is the whole create (a secret, db/writes.py); in the
-# request's transaction before the Idempotency-Key is claimed, or before the targets are
-# looked up (a secret whose access check read the state without the lock).
+# Every write takes the tenant's state lock in its access check, in the request's
+# transaction: before the Idempotency-Key is claimed, before the targets are looked up.
 WRITES: dict[str, tuple[str, dict[str, Any], dict[str, str]]] = {
     "cluster": ("clusters", {"name": "app"}, {}),
-    "secret in one statement": ("secrets", {"name": "db", "secretPath": "kv/db"}, {}),
+    "secret": ("secrets", {"name": "db", "secretPath": "kv/db"}, {}),
     "secret under a key": ("secrets", {"name": "db", "secretPath": "kv/db"}, KEYED),
     "secret with targets": (
         "secrets",

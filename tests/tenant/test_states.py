@@ -182,8 +182,7 @@ async def test_the_state_is_answered_before_the_body(
     command: str, deployment: Operated, factory: Factory, database: Database
 ) -> None:
     """The order of checks (docs/api.md): a write of an inactive tenant is refused for the
-    state even when its body and its Idempotency-Key are invalid, whichever way the route
-    checks the state (in its access check, or in its own statement: a secret's create)."""
+    state even when its body and its Idempotency-Key are invalid."""
     tenant = await factory.tenant()
     client = deployment.client
     key_id = await populate(client, tenant)

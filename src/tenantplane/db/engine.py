@@ -37,7 +37,6 @@ from tenantplane.db.postgres_reads import PostgresReads
 from tenantplane.db.reads import EngineReads, Reads
 from tenantplane.db.sqlite_reads import sqlite_reads
 from tenantplane.db.urls import libpq_dsn, normalise_database_url
-from tenantplane.db.writes import EngineWrites, PostgresWrites, Writes
 from tenantplane.files import create_private
 
 if TYPE_CHECKING:
@@ -58,8 +57,6 @@ class DatabaseOptions:
     max_overflow: int = 4
     # PostgreSQL's pool of autocommit connections for plain reads (db/reads.py).
     read_pool_size: int = 4
-    # PostgreSQL's pool of autocommit connections for one-statement writes (db/writes.py).
-    write_pool_size: int = 4
     # The in-process reconcilers' own pool (Database.for_reconcilers).
     reconcile_pool_size: int = 4
     pool_timeout_seconds: float = 5.0
@@ -76,7 +73,6 @@ class DatabaseOptions:
             pool_size=settings.db_pool_size,
             max_overflow=settings.db_max_overflow,
             read_pool_size=settings.db_read_pool_size,
-            write_pool_size=settings.db_write_pool_size,
             reconcile_pool_size=settings.db_reconcile_pool_size,
             pool_timeout_seconds=settings.db_pool_timeout_seconds,
             lock_timeout_seconds=settings.db_lock_timeout_seconds,
@@ -226,12 +222,10 @@ class Database:
     reads: Reads
     # PostgreSQL: sessions in autocommit, for ``statements`` (same pool as ``sessionmaker``).
     autocommit: async_sessionmaker[AsyncSession]
-    # Writes that are one statement, sent alone (db/writes.py).
-    writes: Writes
     # The database's clock (db/clock.py); every session of this Database carries it.
     clock: DatabaseClock
     options: DatabaseOptions = field(default_factory=DatabaseOptions)
-    # False for a Database that shares another's plain reads and writes (for_reconcilers).
+    # False for a Database that shares another's plain reads (for_reconcilers).
     owns_reads: bool = True
     # Sessions whose transactions go first at SQLite's write gate (``transaction(first=)``).
     _first: async_sessionmaker[AsyncSession] = field(init=False, repr=False)
@@ -247,17 +241,11 @@ class Database:
     def connect(cls, url: str, options: DatabaseOptions | None = None) -> Database:
         options = options or DatabaseOptions()
         engine = make_engine(url, options)
-        return cls._of(engine, _plain_reads(engine, options), _writes(engine, options), options)
+        return cls._of(engine, _plain_reads(engine, options), options)
 
     @classmethod
     def _of(
-        cls,
-        engine: AsyncEngine,
-        reads: Reads,
-        writes: Writes,
-        options: DatabaseOptions,
-        *,
-        owns_reads: bool = True,
+        cls, engine: AsyncEngine, reads: Reads, options: DatabaseOptions, *, owns_reads: bool = True
     ) -> Database:
         reading = engine.execution_options(**{READ_ONLY: True})
         # The isolation level is set on the connection at checkout and reset on return:
@@ -271,7 +259,6 @@ class Database:
             async_sessionmaker(reading, expire_on_commit=False, info=info),
             reads,
             async_sessionmaker(autocommit, expire_on_commit=False, info=info),
-            writes,
             clock,
             options,
             owns_reads,
@@ -287,9 +274,7 @@ class Database:
             return self
         options = replace(self.options, pool_size=self.options.reconcile_pool_size, max_overflow=0)
         url = self.engine.url.render_as_string(hide_password=False)
-        return Database._of(
-            make_engine(url, options), self.reads, self.writes, options, owns_reads=False
-        )
+        return Database._of(make_engine(url, options), self.reads, options, owns_reads=False)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Database:
@@ -330,44 +315,25 @@ class Database:
         if self._server_loss is None or not self._server_loss.noticed():
             return
         await self.reads.drop_ended_connections()
-        await self.writes.drop_ended_connections()
 
     async def dispose(self) -> None:
         if self.owns_reads:
             await self.reads.dispose()
-            await self.writes.dispose()
         await self.engine.dispose()
 
 
 def _plain_reads(engine: AsyncEngine, options: DatabaseOptions) -> Reads:
     if engine.dialect.name != "sqlite":
-        return _psycopg_pool(engine, options, options.read_pool_size, "plain-reads")
+        return PostgresReads(
+            libpq_dsn(engine.url.render_as_string(hide_password=False)),
+            engine.dialect,
+            size=options.read_pool_size,
+            timeout_seconds=options.pool_timeout_seconds,
+            connect_timeout_seconds=options.connect_timeout_seconds,
+            session_options=options.postgres_session_options(),
+        )
     if engine.url.database in (None, "", ":memory:"):
         # An in-memory database exists in its one connection: read through the same engine,
         # without the write lock.
         return EngineReads(engine.execution_options(**{READ_ONLY: True}))
     return sqlite_reads(engine.url.render_as_string(False))
-
-
-def _writes(engine: AsyncEngine, options: DatabaseOptions) -> Writes:
-    if engine.dialect.name == "sqlite":
-        return EngineWrites(engine)
-    pool = _psycopg_pool(
-        engine, options, options.write_pool_size, "one-statement-writes", read_only=False
-    )
-    return PostgresWrites(pool)
-
-
-def _psycopg_pool(
-    engine: AsyncEngine, options: DatabaseOptions, size: int, name: str, *, read_only: bool = True
-) -> PostgresReads:
-    return PostgresReads(
-        libpq_dsn(engine.url.render_as_string(hide_password=False)),
-        engine.dialect,
-        size=size,
-        timeout_seconds=options.pool_timeout_seconds,
-        connect_timeout_seconds=options.connect_timeout_seconds,
-        session_options=options.postgres_session_options(),
-        read_only=read_only,
-        name=name,
-    )

@@ -3,12 +3,12 @@
 A PostgreSQL restart (or a failover) ends every connection. No pool pings a connection at
 checkout (a round trip per request, db/engine.py), so a dead connection is found when a
 statement fails on it, and that request answers 503 ``DATABASE_UNAVAILABLE``. A process has
-three pools (the sessions', the plain reads', the one-statement writes'), and a request
-may use two of them: without this, each pool would fail one request of its own before it
-knew, and an API key looked up by a plain read then a session would fail twice in a row.
+two pools (the sessions', the plain reads'), and a request may use both: without this,
+each pool would fail one request of its own before it knew, and an API key looked up by a
+plain read then a session would fail twice in a row.
 
-So the first failure is told to all of them (``ServerLoss.noticed``): the psycopg pools
-check their idle connections at once (a round trip each, only then), and the sessions'
+So the first failure is told to both (``ServerLoss.noticed``): the psycopg pool of the plain
+reads checks its idle connections at once (a round trip each, only then), and the sessions'
 pool replaces every connection opened before the failure as it is next checked out.
 """
 

@@ -34,8 +34,7 @@ from tenantplane.db.reads import Parameters, ReadRow
 
 
 class PostgresReads:
-    """Reads over psycopg's pool of autocommit, read-only connections (see the module); with
-    ``read_only=False``, the pool of the one-statement writes (db/writes.py)."""
+    """Reads over psycopg's pool of autocommit, read-only connections (see the module)."""
 
     def __init__(
         self,
@@ -46,23 +45,17 @@ class PostgresReads:
         timeout_seconds: float,
         connect_timeout_seconds: int,
         session_options: str,
-        read_only: bool = True,
-        name: str = "plain-reads",
     ) -> None:
         self.dialect = dialect
         self._dsn = dsn
         self._size = size
         self._timeout = timeout_seconds
-        self._name = name
-        # Every transaction of the plain reads' connections is read-only: a write cannot go
-        # through them even by mistake. (The one-statement writes, db/writes.py, have a pool
-        # of their own.)
-        if read_only:
-            session_options = f"{session_options} -c default_transaction_read_only=on"
+        # Every transaction of these connections is read-only: a write cannot go through them
+        # even by mistake.
         self._connect = {
             "autocommit": True,
             "connect_timeout": connect_timeout_seconds,
-            "options": session_options.strip(),
+            "options": f"{session_options} -c default_transaction_read_only=on".strip(),
         }
         self._prepared = PreparedStatements(dialect)
         self._pool: AsyncConnectionPool | None = None
@@ -177,7 +170,7 @@ class PostgresReads:
             raise self._timed_out() from exc
 
     def _timed_out(self) -> SqlAlchemyPoolTimeout:
-        return SqlAlchemyPoolTimeout(f"no {self._name} connection within {self._timeout:g} s")
+        return SqlAlchemyPoolTimeout(f"no plain-reads connection within {self._timeout:g} s")
 
     async def _opened_pool(self) -> tuple[AsyncConnectionPool, asyncio.Semaphore]:
         loop = asyncio.get_running_loop()
@@ -192,7 +185,7 @@ class PostgresReads:
                 kwargs=self._connect,
                 configure=_configure,
                 open=False,
-                name=self._name,
+                name="plain-reads",
             )
             gate = asyncio.Semaphore(self._size)
             # Opened once for every caller (``open`` takes the pool's lock: not on each read;

@@ -71,8 +71,8 @@ async def get_session(request: Request, response: Response) -> AsyncIterator[Asy
     finally:
         # Closing rolls back what was not committed (a failure) and hands the connection
         # back. A session that never began a transaction, or whose commit ended it, holds
-        # no connection: a route that left it unused (a one-statement create) skips the
-        # commit and the close, 60 µs of the event loop and a task each.
+        # no connection: a route that left it unused skips the commit and the close, 60 µs
+        # of the event loop and a task each.
         if session.in_transaction():
             # Shielded, as AsyncSession's own exit closes: a cancelled request still hands
             # its connection back.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import structlog
@@ -226,31 +226,13 @@ def allowed_methods(request: Request) -> str:
     return ", ".join(sorted(methods))
 
 
-DeferredCheck = Callable[[], Awaitable[None]]
-_DEFERRED_CHECK = "deferred_check"
-
-
-def check_before_validation_errors(request: Request, check: DeferredCheck) -> None:
-    """Run ``check`` before answering a validation error of this request's parameters or
-    body: for a check that an access dependency leaves to the route's write (the tenant's
-    state, checked in the write's own statement), whose refusal the order of checks puts
-    before the body's errors (docs/api.md). Raising ApiError, it is the answer instead."""
-    setattr(request.state, _DEFERRED_CHECK, check)
-
-
 def install_error_handlers(app: FastAPI) -> None:
     async def on_api_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, ApiError)
         return exc.response()
 
-    async def on_validation_error(request: Request, exc: Exception) -> JSONResponse:
+    async def on_validation_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
-        deferred: DeferredCheck | None = getattr(request.state, _DEFERRED_CHECK, None)
-        if deferred is not None:
-            try:
-                await deferred()
-            except ApiError as refusal:
-                return refusal.response()
         return validation_error(exc).response()
 
     async def on_http_error(request: Request, exc: Exception) -> JSONResponse:

@@ -20,12 +20,7 @@ from fastapi.routing import APIRoute
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tenantplane.access import (
-    Principal,
-    TenantAdmin,
-    TenantAdminInAnyState,
-    TenantAdminStateInWrite,
-)
+from tenantplane.access import Principal, TenantAdmin, TenantAdminInAnyState
 from tenantplane.db.clock import database_now
 from tenantplane.db.session import SessionDep
 from tenantplane.http.errors import ApiError, error_responses, validation_error
@@ -33,7 +28,6 @@ from tenantplane.http.location import origin_of
 from tenantplane.idempotency import service
 from tenantplane.idempotency.repository import IdempotencyRepository
 from tenantplane.keys import KeyRing
-from tenantplane.tenant.service import check_writable
 
 log = structlog.get_logger(__name__)
 
@@ -126,19 +120,10 @@ async def _idempotent(
     principal: Principal,
     session: AsyncSession,
     header: str | None,
-    *,
-    lock_state: bool = False,
-) -> AsyncIterator[bool]:
-    """Yields whether the request's transaction now holds the tenant's state lock (taken
-    here: ``lock_state`` and a key given)."""
+) -> AsyncIterator[None]:
     if header is None:
-        yield False
+        yield
         return
-    if lock_state:
-        # The access check left the state to the write (TenantAdminStateInWrite): the
-        # request's transaction takes its lock now, before the key is looked at, as every
-        # other write's access check does.
-        await check_writable(session, principal.tenant_id)
     key = service.parse_key(header)
     keys: KeyRing = request.app.state.keys
     fingerprint = service.fingerprint(
@@ -155,7 +140,7 @@ async def _idempotent(
         origin=origin_of(request),
     )
     try:
-        yield lock_state
+        yield
     except BaseException as exc:
         answer = _failure_response(exc)
         if answer is not None:
@@ -195,24 +180,8 @@ async def idempotent_admin_write_in_any_state(
         yield
 
 
-async def idempotent_admin_write_state_in_write(
-    request: Request,
-    principal: TenantAdminStateInWrite,
-    session: SessionDep,
-    idempotency_key: IdempotencyKeyHeader = None,
-) -> AsyncIterator[bool]:
-    async with _idempotent(
-        request, principal, session, idempotency_key, lock_state=True
-    ) as state_locked:
-        yield state_locked
-
-
 # scope="function": it must close before the session it writes to commits.
 Idempotent = Annotated[None, Depends(idempotent_admin_write, scope="function")]
 IdempotentInAnyState = Annotated[
     None, Depends(idempotent_admin_write_in_any_state, scope="function")
-]
-# True when a key was given: the request's transaction then holds the tenant's state lock.
-IdempotentStateInWrite = Annotated[
-    bool, Depends(idempotent_admin_write_state_in_write, scope="function")
 ]

@@ -113,9 +113,7 @@ def notify_in_statement(session: AsyncSession, name: str) -> ColumnElement[Any] 
 @functools.cache
 def notify_expression(name: str) -> ColumnElement[Any]:
     """PostgreSQL's NOTIFY that wakes the reconciler ``name`` in other processes, as an
-    expression of a statement; delivered when the statement's transaction commits. A
-    statement that is its own transaction (db/writes.py) carries it, then ``wake_now`` wakes
-    this process's runners."""
+    expression of a statement; delivered when the statement's transaction commits."""
     # One expression per name, the same object every time: a statement that carries it can
     # be built once and kept (keyed by it), not rebuilt per request.
     return func.pg_notify(NOTIFY_CHANNEL, name)

@@ -24,10 +24,8 @@ from sqlalchemy.sql.schema import Table
 
 from tenantplane.cluster.models import Cluster
 from tenantplane.db.clock import clock_of
-from tenantplane.db.writes import Writes
 from tenantplane.secret.models import Secret
-from tenantplane.tenant.models import Tenant, TenantState
-from tenantplane.tenant.repository import state_for_write
+from tenantplane.tenant.models import Tenant
 
 _SECRETS: Table = Secret.__table__  # type: ignore[assignment]
 _COLUMNS = tuple(column.key for column in _SECRETS.columns)
@@ -55,42 +53,6 @@ _RECONCILED = select(
 def _insert_returning(returning: ColumnElement[Any] | None) -> Insert:
     # Built once per expression (a wake-up NOTIFY is one object per name).
     return _INSERT if returning is None else _INSERT.returning(returning)
-
-
-# The columns a one-statement insert must be given: the ORM's Python-side defaults do not
-# apply to it, and a NOT NULL column left out would fail as a conflict would.
-_REQUIRED = frozenset(
-    column.key
-    for column in _SECRETS.columns
-    if not column.nullable and column.server_default is None and not column.primary_key
-)
-
-
-@functools.cache
-def _insert_if_active(
-    postgresql: bool, returning: ColumnElement[Any] | None, keys: tuple[str, ...]
-) -> Insert:
-    if missing := _REQUIRED.difference(keys):
-        raise ValueError(f"a one-statement insert of a secret needs {sorted(missing)}")
-    values = select(*(bindparam(key, type_=_SECRETS.c[key].type) for key in keys)).where(
-        state_for_write(postgresql=postgresql) == TenantState.active.value
-    )
-    # Something is returned for a row inserted, so "nothing" means the tenant was not active.
-    marker = _SECRETS.c.id if returning is None else returning
-    return insert(_SECRETS).from_select(keys, values).returning(marker)
-
-
-async def insert_if_tenant_active(
-    writes: Writes, secret: Secret, *, returning: ColumnElement[Any] | None = None
-) -> bool:
-    """Insert ``secret`` as one statement of its own (db/writes.py) that takes the tenant's
-    state lock and inserts only if the tenant is active; False when it was not. Every column
-    that has no default in the database must be set on ``secret``. ``returning``: an
-    expression to evaluate for the row inserted (a wake-up NOTIFY, sent when the statement
-    commits). Raises IntegrityError when a live secret of the tenant has the name."""
-    values = {key: secret.__dict__[key] for key in _COLUMNS if key in secret.__dict__}
-    statement = _insert_if_active(writes.is_postgresql, returning, tuple(values))
-    return await writes.returning(statement, values) is not None
 
 
 def _names_a_cluster(entries: ColumnElement[Any], postgresql: bool) -> ColumnElement[bool]:

@@ -2,38 +2,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import ColumnElement, Integer, bindparam, func, select
+from sqlalchemy import Integer, bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tenantplane.db.reads import Reads
 from tenantplane.tenant.models import Tenant, TenantState
 
 # Namespace of the advisory locks that order tenant writes against state changes ("stat").
 _STATE_LOCK_CLASS = 0x7374_6174
 
 
-def state_for_write(*, postgresql: bool) -> ColumnElement[str]:
-    """The state of the tenant whose id is bound as ``tenant_id``, as a write must see it,
-    for use inside the write's statements. On PostgreSQL, the shared state lock and the state
-    read after it are one call of a function (migration 0013 says why it must be a
-    function); SQLite has no such locks (it runs one writer at a time)."""
-    if postgresql:
-        return func.tenant_state_for_write(
-            bindparam("tenant_id", type_=Integer), type_=Tenant.__table__.c.state.type
-        )
-    return _STATE.scalar_subquery()
-
-
 # Every write runs one of these: built once, executed with the tenant's id as a parameter,
-# so their compiled forms are reused as they are.
+# so their compiled forms are reused as they are. On PostgreSQL, the shared state lock and
+# the state read after it are one call of a function (migration 0013 says why it must be a
+# function); SQLite has no such locks.
+_STATE_FOR_WRITE = select(
+    func.tenant_state_for_write(
+        bindparam("tenant_id", type_=Integer), type_=Tenant.__table__.c.state.type
+    )
+)
 _STATE = select(Tenant.state).where(Tenant.id == bindparam("tenant_id"))
-_STATE_FOR_WRITE = select(state_for_write(postgresql=True))
-
-
-async def committed_state(reads: Reads, tenant_id: int) -> TenantState | None:
-    """The tenant's state as last committed (a plain read: no lock, nothing held)."""
-    row = await reads.first(_STATE, {"tenant_id": tenant_id})
-    return None if row is None else TenantState(row.state)
 
 
 class TenantRepository:

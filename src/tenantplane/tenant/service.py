@@ -6,14 +6,13 @@ from typing import NoReturn
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tenantplane.db.reads import Reads
 from tenantplane.emails import InvalidEmail, normalise_email
 from tenantplane.http.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from tenantplane.http.names import is_dns_label
 from tenantplane.member.models import Member, Role
 from tenantplane.providers.orchestrator import TENANT_NAME_MAX_LENGTH
 from tenantplane.tenant.models import Plan, Tenant, TenantState
-from tenantplane.tenant.repository import TenantRepository, committed_state
+from tenantplane.tenant.repository import TenantRepository
 from tenantplane.tenant.schemas import TenantUpdate
 
 
@@ -45,22 +44,7 @@ async def check_writable(
 ) -> None:
     """Refuse a write of a tenant that is not active (403 TENANT_SUSPENDED or
     TENANT_CANCELLED), unless the operation declares it harmless in that state."""
-    refuse_unless_writable(
-        await TenantRepository.from_session(session).state_for_write(tenant_id), allowed
-    )
-
-
-async def check_writable_as_committed(reads: Reads, tenant_id: int) -> None:
-    """``check_writable`` for a route whose write is one statement that takes the state lock
-    and checks the state itself (db/writes.py), when something else is to be answered first
-    (an invalid body): the state as last committed, without the lock, so that the refusal
-    comes in its place in the order of checks."""
-    refuse_unless_writable(await committed_state(reads, tenant_id))
-
-
-def refuse_unless_writable(
-    state: TenantState | None, allowed: frozenset[TenantState] = frozenset()
-) -> None:
+    state = await TenantRepository.from_session(session).state_for_write(tenant_id)
     refusal = REFUSALS.get(state) if state is not None else None
     if refusal is not None and state not in allowed:
         raise refusal()
