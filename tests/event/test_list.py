@@ -36,7 +36,7 @@ async def test_pages_walk_every_event_once_newest_first(
     everything = await events(client, tenant, type="audit")
     assert len(everything) == 15
     walked: list[str] = []
-    params: dict[str, object] = {"type": "audit", "limit": 4}
+    params: dict[str, str | int] = {"type": "audit", "limit": 4}
     pages = 0
     while True:
         page = await client.get(
@@ -109,7 +109,7 @@ async def test_filters(client: httpx.AsyncClient, factory: Factory) -> None:
     ],
 )
 async def test_bad_parameters_are_400_naming_them(
-    client: httpx.AsyncClient, factory: Factory, params: dict[str, object], field: str
+    client: httpx.AsyncClient, factory: Factory, params: dict[str, str | int], field: str
 ) -> None:
     tenant = await factory.tenant()
     response = await client.get(

@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tenantplane.event import audit
+from tenantplane.event.log import append
 from tests.event.stream import audit_events
 from tests.factories import Factory
 from tests.http_client import bearer
@@ -17,14 +17,13 @@ async def test_a_change_whose_event_cannot_be_written_is_not_kept(
     client: httpx.AsyncClient, factory: Factory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     tenant = await factory.tenant()
-    original = audit.append
 
     async def failing(*args: Any, **kwargs: Any) -> dict[str, Any]:
         # The event's statements run, then the transaction fails before its commit.
-        await original(*args, **kwargs)
+        await append(*args, **kwargs)
         raise RuntimeError("the disk filled up")
 
-    monkeypatch.setattr(audit, "append", failing)
+    monkeypatch.setattr("tenantplane.event.audit.append", failing)
     body = {"name": "db", "secretPath": "apps/db"}
     failed = await client.post(
         f"{tenant.path}/secrets", json=body, headers=bearer(tenant.admin_key)

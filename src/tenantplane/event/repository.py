@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Select, bindparam, delete, select, update
+from sqlalchemy import ColumnElement, Select, bindparam, delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.db.reads import ReadRow, Reads
@@ -34,7 +34,7 @@ class EventFilter:
         return frozenset(key for key, value in self.__dict__.items() if value is not None)
 
 
-_CONDITIONS = {
+_CONDITIONS: dict[str, Callable[[], ColumnElement[bool]]] = {
     "type": lambda: Event.type == bindparam("type"),
     "action": lambda: Event.action == bindparam("action"),
     "action_prefix": lambda: Event.action.like(bindparam("action_prefix"), escape="\\"),
