@@ -6,15 +6,17 @@ the request path's Terminating after the DELETE's audit event. Read back through
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import update
+from sqlalchemy import select, update
 
 from tenantplane.catalogue.plans import load_plans
 from tenantplane.catalogue.versions import load_versions
+from tenantplane.cluster.events import status_events
 from tenantplane.cluster.models import Cluster
 from tenantplane.cluster.reconciler import ClusterReconciler
 from tenantplane.db.engine import Database
@@ -109,10 +111,12 @@ class Looks:
 
     async def nudge(self, name: str) -> None:
         """Ask for a look at ``name`` now (as a spec change or a resync would)."""
+        # A moment ago: due for the next fetch whatever this process's estimate of the
+        # database's clock is off by.
+        due = await self.database.clock.now() - timedelta(seconds=1)
         async with self.database.transaction() as session:
-            now = await self.database.clock.now()
             await session.execute(
-                update(Cluster).where(Cluster.name == name).values(reconcile_at=now)
+                update(Cluster).where(Cluster.name == name).values(reconcile_at=due)
             )
 
 
@@ -257,3 +261,68 @@ async def test_a_deletion_records_terminating_after_its_audit_event_then_deleted
     assert gone.status_code == 404
     recorded = (await cluster_events(paused, tenant, "dev"))[len(before) + 3 :]
     assert recorded == [phase("dev", "Terminating", "Deleted")]
+
+
+async def test_ha_degradation_and_recovery_are_recorded_but_not_during_teardown(
+    paused: httpx.AsyncClient, factory: Factory, database: Database
+) -> None:
+    tenant = await factory.tenant(plan=Plan.pro)
+    headers = bearer(tenant.admin_key)
+    await create_cluster(paused, tenant.path, tenant.admin_key, "ha", highAvailability=True)
+    looks = Looks(database)
+    await looks.look()
+    await looks.look()
+    async with database.transaction() as session:
+        statement = select(Cluster.uid).where(Cluster.tenant_id == tenant.id)
+        uid = (await session.execute(statement)).scalar_one()
+    before = await cluster_events(paused, tenant, "ha")
+
+    # The operator's simulated faults: a control-plane replica fails, then restarts.
+    await looks.simulator.fail_replicas(uid, "control-plane", 1)
+    await looks.nudge("ha")
+    assert await looks.look() == 1
+    await looks.simulator.recover(uid)
+    await looks.nudge("ha")
+    assert await looks.look() == 1
+
+    def ha(before: str, after: str) -> dict[str, Any]:
+        return platform("cluster.ha_phase_changed", "ha", **{"from": before, "to": after})
+
+    faults = (await cluster_events(paused, tenant, "ha"))[len(before) :]
+    assert faults == [ha("ha-healthy", "ha-degraded"), ha("ha-degraded", "ha-healthy")]
+
+    # Failing again as it is deleted: the teardown's replicas are no news.
+    await looks.simulator.fail_replicas(uid, "control-plane", 1)
+    deleted = await paused.delete(f"{tenant.path}/clusters/ha", headers=headers)
+    assert deleted.status_code == 202, deleted.text
+    assert [await looks.look() for _ in range(3)] == [1, 1, 0]
+    teardown = (await cluster_events(paused, tenant, "ha"))[len(before) + len(faults) :]
+    assert [(event["type"], event["action"]) for event in teardown] == [
+        ("audit", "cluster.delete"),
+        ("platform", "cluster.phase_changed"),
+        ("platform", "cluster.phase_changed"),
+    ]
+    assert [event["data"]["to"] for event in teardown[1:]] == ["Terminating", "Deleted"]
+
+
+def test_an_upgrade_seen_only_once_done_is_both_started_and_completed() -> None:
+    """A remote orchestrator may upgrade between two looks (the reconciler was down): the
+    version it runs changed, Running to Running. After a failure, only its completion."""
+
+    def row(phase: str) -> Cluster:
+        return Cluster(name="dev", phase=phase, ha_phase="", kubernetes_version=V1_32)
+
+    status = {"phase": "Running", "ha_phase": "", "kubernetes_version": V1_33}
+    seen = [
+        (event.action, event.data) for event in status_events(row("Running"), status, V1_33, "")
+    ]
+    versions = {"from": V1_32, "to": V1_33}
+    assert seen == [
+        ("cluster.upgrade_started", versions),
+        ("cluster.upgrade_completed", versions),
+    ]
+    after_failure = status_events(row("Failed"), status, V1_33, "")
+    assert [(event.action, event.data) for event in after_failure] == [
+        ("cluster.phase_changed", {"from": "Failed", "to": "Running"}),
+        ("cluster.upgrade_completed", versions),
+    ]

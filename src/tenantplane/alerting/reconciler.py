@@ -21,9 +21,11 @@ from sqlalchemy.sql.schema import Table
 
 from tenantplane.alerting.document import Document, clone
 from tenantplane.alerting.models import AlertingConfig
+from tenantplane.alerting.redaction import redact_text
 from tenantplane.alerting.repository import AlertingRepository
 from tenantplane.alerting.service import ALERTING_RECONCILER, credentials_of
 from tenantplane.db.engine import Database
+from tenantplane.event.log import append, platform_event
 from tenantplane.keys import KeyRing
 from tenantplane.providers.alerting.base import (
     AlertingBackend,
@@ -41,6 +43,8 @@ from tenantplane.tenant.models import Tenant, TenantState
 log = structlog.get_logger(__name__)
 RETRY_BASE_SECONDS = 5.0
 RETRY_MAX_SECONDS = 300.0
+# The longest backend refusal an event carries (the whole is in the operator's logs).
+REASON_LENGTH = 1000
 
 
 @dataclass(frozen=True)
@@ -159,14 +163,18 @@ class AlertingReconciler(Reconciler[Delivery, Delivered]):
                 version=snapshot.version,
                 error=outcome.error,
             )
-            await guard.update(
+            refused = await guard.update(
                 apply_status=case((same, "rejected"), else_="pending"),
                 apply_error=outcome.error[:2000],
                 apply_attempts=0,
                 reconcile_at=case((same, None), else_=now),
             )
+            if refused:
+                # The backend's answer may quote the document: never its credentials.
+                reason = redact_text(outcome.error, snapshot.document)[:REASON_LENGTH]
+                await self._record(session, snapshot, "alerting.refused", reason=reason)
             return
-        await guard.update(
+        applied = await guard.update(
             applied_version=snapshot.version,
             apply_status=case((same, "applied"), else_="pending"),
             apply_error="",
@@ -174,6 +182,22 @@ class AlertingReconciler(Reconciler[Delivery, Delivered]):
             remove_pending=case((same, False), else_=columns.remove_pending),
             reconcile_at=case((same, None), else_=now),
         )
+        if applied:
+            await self._record(session, snapshot, "alerting.applied")
+
+    async def _record(
+        self, session: AsyncSession, snapshot: Delivery, action: str, **data: Any
+    ) -> None:
+        """The backend's answer as a platform event, last in the apply's transaction: the
+        version of the configuration it concerns, and whether it was applied or taken off
+        the backend (a reset, a cancelled tenant). Only after an answer recorded under the
+        lease: a pass whose lease was lost records nothing; one that only met an
+        unavailable backend records nothing until the backend answers."""
+        operation = "remove" if snapshot.remove else "apply"
+        event = platform_event(
+            action, "alerting", "config", version=snapshot.version, operation=operation, **data
+        )
+        await append(session, snapshot.tenant_id, event)
 
 
 def build_alerting_reconciler(context: ReconcileContext) -> Reconciler[Any, Any] | None:

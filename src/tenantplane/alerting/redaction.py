@@ -162,3 +162,22 @@ def restore_secrets(document: Document, stored: Document) -> None:
             lambda integration, previous=previous: _integration(previous, integration),
             join("receivers", index),
         )
+
+
+def credential_values(document: Document) -> list[str]:
+    """Every credential ``document`` holds (the values ``redact_document`` hides)."""
+    glob, receivers = document.get("global"), document.get("receivers")
+    fields = list(_global_fields(glob if isinstance(glob, dict) else {}))
+    for receiver in receivers if isinstance(receivers, list) else []:
+        fields.extend(_receiver_fields(receiver))
+    return [
+        holder[key] for _, _, holder, key in fields if isinstance(holder[key], str) and holder[key]
+    ]
+
+
+def redact_text(text: str, document: Document) -> str:
+    """``text`` (what a backend answered about ``document``, which may quote it) with each
+    of the document's credentials in it replaced by ``<secret>``."""
+    for value in sorted(set(credential_values(document)), key=len, reverse=True):
+        text = text.replace(value, SECRET)
+    return text

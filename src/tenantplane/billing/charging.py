@@ -14,9 +14,12 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.billing.attempts import ChargeAttempts
+from tenantplane.billing.cycle import INVOICE
 from tenantplane.billing.models import ChargeAttemptOutcome, Invoice, InvoicePhase
-from tenantplane.billing.repository import BillingRepository
+from tenantplane.billing.repository import Advanced, BillingRepository
+from tenantplane.billing.schemas import money
 from tenantplane.db.clock import clock_of
+from tenantplane.event.log import append, platform_event
 from tenantplane.providers.payment import ChargeRequest, ProviderTransaction
 from tenantplane.reconcile import Fence, LeaseGuard
 
@@ -38,6 +41,30 @@ _PHASE_OF_STATUS = {
 def phase_for_status(status: str) -> InvoicePhase:
     """Our phase for a provider transaction status (canceled and unknown ones: Billed)."""
     return _PHASE_OF_STATUS.get(status, InvoicePhase.billed)
+
+
+_PHASE_EVENTS = {InvoicePhase.paid: "invoice.paid", InvoicePhase.past_due: "invoice.past_due"}
+
+
+async def advance_invoice(
+    session: AsyncSession,
+    invoice_id: int,
+    target: InvoicePhase,
+    occurred_at: datetime,
+    values: dict[str, Any],
+) -> Advanced | None:
+    """``BillingRepository.advance_invoice``, and the invoice's event when it entered Paid
+    or PastDue (``invoice.paid``, ``invoice.past_due``: ``{currency, total}``), appended in
+    this transaction, after the invoice's row is written."""
+    advanced = await BillingRepository.from_session(session).advance_invoice(
+        invoice_id, target, occurred_at, values
+    )
+    action = _PHASE_EVENTS.get(target)
+    if advanced is not None and advanced.phase_changed and action is not None:
+        data = {"currency": advanced.currency, "total": money(advanced.total)}
+        event = platform_event(action, INVOICE, advanced.name, **data)
+        await append(session, advanced.tenant_id, event)
+    return advanced
 
 
 def settled_values(transaction: ProviderTransaction) -> dict[str, Any]:
@@ -160,6 +187,5 @@ async def apply_charge(
     )
     target = phase_for_status(transaction.status)
     values = settled_values(transaction) if target is InvoicePhase.paid else {}
-    await BillingRepository.from_session(session).advance_invoice(
-        snapshot.invoice_id, target, CHARGE_ANSWER_TIME, values
-    )
+    # With its event (invoice.paid, invoice.past_due) when the phase changes.
+    await advance_invoice(session, snapshot.invoice_id, target, CHARGE_ANSWER_TIME, values)

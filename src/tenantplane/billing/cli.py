@@ -14,7 +14,7 @@ import typer
 from tenantplane.alerting.reconciler import AlertingReconciler
 from tenantplane.billing import service
 from tenantplane.billing.context import BillingContext
-from tenantplane.billing.cycle import close_batch_periods, next_batch
+from tenantplane.billing.cycle import close_batch_periods, issued_events, next_batch
 from tenantplane.billing.models import Invoice
 from tenantplane.billing.pricing import PricingError
 from tenantplane.billing.reconciler import InvoiceReconciler
@@ -29,6 +29,7 @@ from tenantplane.cli_support import (
     run_async,
 )
 from tenantplane.db.engine import Database
+from tenantplane.event.log import OPERATOR, Draft, EventType, append, append_all
 from tenantplane.providers.alerting.factory import backend_from_settings
 from tenantplane.reconcile import ReconcilerRunner
 from tenantplane.tenant import lifecycle
@@ -43,6 +44,12 @@ NowOption = Annotated[
     str | None,
     typer.Option("--now", help="Act as of this RFC 3339 instant (default: the current time)."),
 ]
+
+
+def _audit(action: str, tenant: str, **data: Any) -> Draft:
+    """An audit event of the operator's command on the tenant (no source address, request
+    or status), appended last in the command's transaction."""
+    return Draft(EventType.audit, action, "tenant", tenant, OPERATOR, data)
 
 
 def parse_now(value: str | None) -> datetime | None:
@@ -159,7 +166,9 @@ def billing_run(now: NowOption = None, as_json: JsonOption = False) -> None:
             async with database.transaction() as session:
                 batch = await next_batch(session, after)
                 if batch:
-                    outcome.add(await close_batch_periods(session, context, batch, instant))
+                    issued = await close_batch_periods(session, context, batch, instant)
+                    await append_all(session, issued_events(issued))
+                    outcome.add(issued)
             if not batch:
                 break
             after = batch[-1].id
@@ -186,7 +195,9 @@ def billing_link(
 
     async def work(database: Database, context: BillingContext) -> int:
         async with database.transaction() as session:
-            await service.link_profile(session, tenant, customer, subscription, address)
+            profile = await service.link_profile(session, tenant, customer, subscription, address)
+            link = _audit("billing.profile.link", tenant, customerID=customer)
+            await append(session, profile.tenant_id, link)
         return await _submit_charges(database, context)
 
     attempted = _run(work)
@@ -270,7 +281,14 @@ def tenant_credit(
 
     async def work(database: Database, context: BillingContext) -> str:
         async with database.transaction() as session:
-            return money(await service.grant_credit(session, name, amount, note))
+            balance = await service.grant_credit(session, name, amount, note)
+            found = await BillingRepository.from_session(session).tenant_by_name(name)
+            assert found is not None  # grant_credit found it
+            granted = _audit(
+                "billing.credit.grant", name, amount=money(service.parse_credit(amount))
+            )
+            await append(session, found.id, granted)
+            return money(balance)
 
     balance = _run(work)
     echo_result(

@@ -30,10 +30,12 @@ from tenantplane.billing.models import (
     InvoicePhase,
 )
 from tenantplane.billing.repository import BillingRepository
+from tenantplane.billing.schemas import money
 from tenantplane.billing.usage import UsageReport
 from tenantplane.cluster.models import ClusterHistory
 from tenantplane.db.base import rfc3339
 from tenantplane.db.clock import clock_of
+from tenantplane.event.log import Draft, append_all, platform_event
 from tenantplane.http.errors import Conflict
 from tenantplane.reconcile import wake_after_commit
 from tenantplane.tenant.models import Tenant
@@ -41,11 +43,35 @@ from tenantplane.tenant.models import Tenant
 log = structlog.get_logger(__name__)
 
 INVOICES_RECONCILER = "invoices"
+# The kind of an invoice's events' resource (their name: the invoice's).
+INVOICE = "invoice"
 OBSERVABILITY_DEGRADED = "ObservabilityDegraded"
 # Tenants closed together in a billing run: a few statements for all of them.
 BATCH_TENANTS = 500
 # Rows per multi-row INSERT (SQLite allows 32,766 parameters a statement).
 INSERT_ROWS = 200
+
+
+def issued_events(invoices: Sequence[Invoice]) -> list[tuple[int, Draft]]:
+    """(tenant id, ``invoice.issued``) of invoices just issued, for ``append_all``:
+    ``{billingPeriod: {start, end}, currency, total}``, money as the API shows it."""
+    return [
+        (
+            invoice.tenant_id,
+            platform_event(
+                "invoice.issued",
+                INVOICE,
+                invoice.name,
+                billingPeriod={
+                    "start": rfc3339(invoice.period_start),
+                    "end": rfc3339(invoice.period_end),
+                },
+                currency=invoice.currency,
+                total=money(invoice.total),
+            ),
+        )
+        for invoice in invoices
+    ]
 
 
 def invoice_name(tenant: str, start: datetime, kind: InvoiceKind, taken: set[str]) -> str:
@@ -242,12 +268,14 @@ async def next_batch(session: AsyncSession, after: int) -> list[BillingSubject]:
 async def close_ended_periods(
     session: AsyncSession, context: BillingContext, now: datetime
 ) -> list[Invoice]:
-    """Close every period that has ended by ``now``, a batch of tenants at a time."""
+    """Close every period that has ended by ``now``, a batch of tenants at a time; last,
+    the invoices' events (``invoice.issued``)."""
     issued: list[Invoice] = []
     after = 0
     while batch := await next_batch(session, after):
         issued += await close_batch_periods(session, context, batch, now)
         after = batch[-1].id
+    await append_all(session, issued_events(issued))
     return issued
 
 
@@ -260,7 +288,9 @@ async def close_batch_periods(
     """Close the ended periods of a batch of tenants with a few statements for all of them.
     When a concurrent change breaks a constraint (a run that named a period the same way, a
     tenant deleted meanwhile), the batch is undone and its tenants are closed one by one, a
-    savepoint each, as before: such a tenant is skipped, not a failure of the whole run."""
+    savepoint each, as before: such a tenant is skipped, not a failure of the whole run.
+    The caller appends the issued invoices' events (``issued_events``) last in its
+    transaction."""
     try:
         async with session.begin_nested():
             return await _close_together(session, context, subjects, now)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from typing import Any, cast
@@ -39,6 +40,19 @@ from tenantplane.billing.models import (
 from tenantplane.cluster.models import ClusterHistory, ClusterPhase
 from tenantplane.db.reads import ReadRow, Reads, as_stored
 from tenantplane.tenant.models import Plan, Tenant
+
+
+@dataclass(frozen=True)
+class Advanced:
+    """An invoice ``advance_invoice`` moved: its tenant, name, currency and total, and
+    whether its phase changed (from a lower one) rather than only its details."""
+
+    tenant_id: int
+    name: str
+    currency: str
+    total: Decimal
+    phase_changed: bool
+
 
 # The columns an invoice and its line items show in the API.
 INVOICE_LISTED = (
@@ -259,28 +273,35 @@ class BillingRepository:
         target: InvoicePhase,
         occurred_at: datetime,
         values: dict[str, Any],
-    ) -> bool:
+    ) -> Advanced | None:
         """Move an invoice to ``target`` only forwards: from a lower phase, or within the same
         phase for a newer event (which may fill in tax, total or the invoice number).
-        A compare-and-set in one UPDATE, so concurrent writers cannot move it backwards."""
+        Compare-and-set UPDATEs, so concurrent writers cannot move it backwards: first from a
+        lower phase (the phase changes), else within ``target``. What the invoice is now,
+        or None when it did not move."""
         lower = [phase.value for phase in InvoicePhase if phase.rank < target.rank]
         newer = or_(Invoice.provider_event_at.is_(None), Invoice.provider_event_at < occurred_at)
-        allowed: ColumnElement[bool] = or_(
-            Invoice.phase.in_(lower), and_(Invoice.phase == target.value, newer)
+        conditions: tuple[ColumnElement[bool], ...] = (
+            Invoice.phase.in_(lower),
+            and_(Invoice.phase == target.value, newer),
         )
-        statement = (
-            update(Invoice)
-            .where(Invoice.id == invoice_id, allowed)
-            .values(
-                phase=target.value,
-                provider_event_at=occurred_at,
-                resource_version=Invoice.resource_version + 1,
-                **values,
+        for phase_changed, allowed in zip((True, False), conditions, strict=True):
+            statement = (
+                update(Invoice)
+                .where(Invoice.id == invoice_id, allowed)
+                .values(
+                    phase=target.value,
+                    provider_event_at=occurred_at,
+                    resource_version=Invoice.resource_version + 1,
+                    **values,
+                )
+                .returning(Invoice.tenant_id, Invoice.name, Invoice.currency, Invoice.total)
+                .execution_options(synchronize_session=False)
             )
-            .execution_options(synchronize_session=False)
-        )
-        result = await self.session.execute(statement)
-        return bool(result.rowcount)  # type: ignore[attr-defined]
+            row = (await self.session.execute(statement)).one_or_none()
+            if row is not None:
+                return Advanced(row.tenant_id, row.name, row.currency, row.total, phase_changed)
+        return None
 
     async def rearm_drafts(self, now: datetime, tenant_id: int | None = None) -> int:
         """Make every uncharged Draft invoice due for the invoices reconciler now."""

@@ -26,7 +26,7 @@ import structlog
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tenantplane.billing.charging import settled_values
+from tenantplane.billing.charging import advance_invoice, settled_values
 from tenantplane.billing.models import BillingProfile, Invoice, InvoicePhase, ProviderEvent
 from tenantplane.billing.repository import BillingRepository
 from tenantplane.db.clock import clock_of
@@ -153,7 +153,8 @@ async def apply_event(
     }
     if target is InvoicePhase.paid:
         values.update(settled_values(transaction))
-    moved = await repository.advance_invoice(invoice.id, target, event.occurred_at, values)
+    # With its event (invoice.paid, invoice.past_due) when the phase changes.
+    moved = await advance_invoice(session, invoice.id, target, event.occurred_at, values)
     if not moved:
         return f"ignored: {invoice.name} is past {target.value} or has newer news"
     return f"applied: {invoice.name} {target.value}"

@@ -22,10 +22,12 @@ from sqlalchemy.sql.schema import Table
 
 from tenantplane.catalogue.plans import PlanCatalogue, load_plans
 from tenantplane.catalogue.versions import VersionCatalogue, load_versions
+from tenantplane.cluster.events import phase_changed, status_events
 from tenantplane.cluster.models import Cluster, ClusterEvent, ClusterHistory, ClusterPhase
 from tenantplane.cluster.repository import ClusterRepository
 from tenantplane.cluster.status import observed_status
 from tenantplane.cluster.tokens import token_webhooks
+from tenantplane.event.log import Draft, append_all
 from tenantplane.providers.orchestrator import (
     BatchOrchestrator,
     ClusterSpec,
@@ -55,6 +57,19 @@ class ClusterWork:
     generation: int
     deleting: bool
     spec: ClusterSpec
+
+
+@dataclass(frozen=True)
+class StatusWrite:
+    """One cluster's status write of a batch: the guarded write, the row as read under its
+    lease, the columns that change, the whole status (for the history) and the platform
+    events it records (cluster/events.py), appended only if the write is made."""
+
+    write: GuardedWrite
+    cluster: Cluster
+    changes: dict[str, Any]
+    status: dict[str, Any]
+    events: list[Draft]
 
 
 class ClusterReconciler(Reconciler[ClusterWork, Observation]):
@@ -217,8 +232,9 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
         batch: Sequence[tuple[LeaseGuard, ClusterWork, Observation]],
     ) -> None:
         """One time from the database's clock for all, every held row's status written
-        under its own lease in one statement per set of columns (``update_each``), and the
-        secrets of clusters that changed phase told once per tenant."""
+        under its own lease in one statement per set of columns (``update_each``), the
+        secrets of clusters that changed phase told once per tenant, and last (it locks the
+        tenants' event chains) the platform events of the rows written (cluster/events.py)."""
         if not held:
             return  # every lease was lost: other workers own these clusters now
         # The database's clock (Running, haEnabledAt, history): the lease's time from it and
@@ -227,32 +243,38 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
         read_at = time.monotonic()  # when ``now`` was (this process's clock)
         told: dict[int, list[str]] = {}
         history: list[dict[str, Any]] = []
-        writes: list[tuple[GuardedWrite, Cluster, dict[str, Any], dict[str, Any]]] = []
+        events: list[tuple[int, Draft]] = []
+        writes: list[StatusWrite] = []
         for guard, snapshot, outcome in batch:
             cluster = held.get(snapshot.cluster_id)
             if cluster is None:
                 continue
             if snapshot.deleting and outcome.stage == Stage.gone:
                 if await guard.delete():
+                    deleted = ClusterPhase.deleted.value
                     history.append(
-                        ClusterHistory.values(
-                            cluster, ClusterEvent.deleted, now, phase=ClusterPhase.deleted.value
-                        )
+                        ClusterHistory.values(cluster, ClusterEvent.deleted, now, phase=deleted)
                     )
                     told.setdefault(cluster.tenant_id, []).append(cluster.name)
+                    events.append(
+                        (cluster.tenant_id, phase_changed(cluster.name, cluster.phase, deleted))
+                    )
                 continue
             writes.append(self._status_write(guard, cluster, snapshot, outcome, now, read_at))
         written = await update_each(session, _same_columns(writes))
-        for write, cluster, changes, status in writes:
-            if write.lease.row_id not in written:
+        for one in writes:
+            if one.write.lease.row_id not in written:
                 continue
-            history.extend(_history(cluster, changes, status, now))
-            if "phase" in changes:
+            cluster = one.cluster
+            history.extend(_history(cluster, one.changes, one.status, now))
+            if "phase" in one.changes:
                 told.setdefault(cluster.tenant_id, []).append(cluster.name)
+            events.extend((cluster.tenant_id, event) for event in one.events)
         await repository.record_all(history)
         for tenant_id, names in told.items():
             # Secrets syncing into these clusters wait for Running (or their deletion).
             await clusters_changed(session, tenant_id, names)
+        await append_all(session, events)
 
     def _status_write(
         self,
@@ -262,9 +284,9 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
         outcome: Observation,
         now: datetime,
         read_at: float,
-    ) -> tuple[GuardedWrite, Cluster, dict[str, Any], dict[str, Any]]:
+    ) -> StatusWrite:
         """One cluster's observed status and its next look, to be written under its lease;
-        with the columns that changed and the whole status (for the history)."""
+        with the columns that changed, the whole status (for the history) and the events."""
         status = observed_status(cluster, outcome, now)
         status["observed_generation"] = snapshot.generation  # shown in status: moves the ETag
         changes = {key: value for key, value in status.items() if getattr(cluster, key) != value}
@@ -282,23 +304,27 @@ class ClusterReconciler(Reconciler[ClusterWork, Observation]):
         else:
             next_at = now + self.progress
         values: dict[str, Any] = {**changes, "reconcile_at": next_at}
+        events: list[Draft] = []
         if changes:
             values["resource_version"] = cluster.resource_version + 1
-        return GuardedWrite(guard.lease, values), cluster, changes, status
+            desired = f"v{snapshot.spec.version}.{snapshot.spec.patch}"
+            events = status_events(cluster, status, desired, outcome.message)
+        return StatusWrite(GuardedWrite(guard.lease, values), cluster, changes, status, events)
 
 
-def _same_columns(
-    writes: Sequence[tuple[GuardedWrite, Cluster, dict[str, Any], dict[str, Any]]],
-) -> list[GuardedWrite]:
+def _same_columns(writes: Sequence[StatusWrite]) -> list[GuardedWrite]:
     """The writes of a batch, each naming every column any of them sets (the others at the
     row's current value, read under its lock in this transaction): ``update_each`` sends
     one statement per set of columns, and the rows of one batch change different ones."""
-    columns = {name: None for write, _, _, _ in writes for name in write.values}
+    columns = {name: None for one in writes for name in one.write.values}
     return [
         replace(
-            write, values={name: write.values.get(name, getattr(cluster, name)) for name in columns}
+            one.write,
+            values={
+                name: one.write.values.get(name, getattr(one.cluster, name)) for name in columns
+            },
         )
-        for write, cluster, _, _ in writes
+        for one in writes
     ]
 
 

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import functools
 import math
 from datetime import timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response, status
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.access import (
     AnyCaller,
@@ -25,7 +27,8 @@ from tenantplane.cluster.schemas import (
     VersionRead,
 )
 from tenantplane.config import Settings
-from tenantplane.db.session import ReadsDep, SessionDep, get_database
+from tenantplane.db.session import ReadsDep, SessionDep, before_commit, get_database
+from tenantplane.event.log import Draft, append
 from tenantplane.http.documents import DocumentResponse, EncodedDocuments
 from tenantplane.http.errors import error_responses
 from tenantplane.http.etag import NOT_MODIFIED, IfMatch, set_etag
@@ -149,6 +152,7 @@ async def delete_cluster(
     principal: TenantAdmin,
     name: ClusterName,
     session: SessionDep,
+    request: Request,
     response: Response,
     if_match: IfMatch = None,
 ) -> ClusterRead:
@@ -156,9 +160,18 @@ async def delete_cluster(
 
     Accepted (202): the cluster is torn down asynchronously and then disappears. Admin.
     """
-    cluster = await service.delete(session, principal.tenant_id, _cluster_name(name), if_match)
+    cluster, change = await service.delete(
+        session, principal.tenant_id, _cluster_name(name), if_match
+    )
+    if change is not None:
+        # Its phase change (to Terminating) follows the request's audit event in the stream.
+        before_commit(request, functools.partial(_append, principal.tenant_id, change))
     set_etag(response, cluster.resource_version)
     return ClusterRead.of(cluster)
+
+
+async def _append(tenant_id: int, draft: Draft, session: AsyncSession, _: Response) -> None:
+    await append(session, tenant_id, draft)
 
 
 @router.get("/{name}/connection-details", responses=error_responses(404))

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.catalogue.plans import PlanCatalogue, PlanLimits, Resources
 from tenantplane.catalogue.versions import VersionCatalogue, parse_minor
+from tenantplane.cluster.events import phase_changed
 from tenantplane.cluster.models import (
     Cluster,
     ClusterEvent,
@@ -44,6 +45,7 @@ from tenantplane.cluster.status import upgrade_requested
 from tenantplane.db.base import epoch_microseconds
 from tenantplane.db.clock import clock_of
 from tenantplane.db.reads import ReadRow, Reads
+from tenantplane.event.log import Draft
 from tenantplane.http.documents import EncodedDocuments
 from tenantplane.http.errors import (
     ApiError,
@@ -387,39 +389,46 @@ async def _resize(
     return True
 
 
-async def delete(session: AsyncSession, tenant_id: int, name: str, if_match: str | None) -> Cluster:
-    """Request deletion: Terminating at once, gone once the orchestrator has torn it down."""
+async def delete(
+    session: AsyncSession, tenant_id: int, name: str, if_match: str | None
+) -> tuple[Cluster, Draft | None]:
+    """Request deletion: Terminating at once, gone once the orchestrator has torn it down.
+    With the cluster, its phase change to record (None when it was being deleted already),
+    for the caller to append last in its transaction (event/log.py)."""
     repository = ClusterRepository.from_session(session)
     cluster = await repository.get(tenant_id, name, for_update=True)
     if cluster is None:
         raise NotFound("cluster")
     check_if_match(if_match, cluster.resource_version)
     if cluster.is_terminating:
-        return cluster
-    await _request_deletion(session, repository, cluster)
+        return cluster, None
+    change = await _request_deletion(session, repository, cluster)
     await secret_service.clusters_changed(session, tenant_id, [cluster.name])
-    return cluster
+    return cluster, change
 
 
-async def delete_all(session: AsyncSession, tenant_id: int) -> list[str]:
+async def delete_all(session: AsyncSession, tenant_id: int) -> list[Draft]:
     """Request the deletion of every cluster of a tenant (a cancelled tenant's); returns the
-    names of those not already being deleted."""
+    phase changes of those not already being deleted (their names are the events'
+    resources), for the caller to append last in its transaction."""
     repository = ClusterRepository.from_session(session)
-    requested = []
+    changes = []
     for cluster in await repository.list(tenant_id, for_update=True):
         if not cluster.is_terminating:
-            await _request_deletion(session, repository, cluster)
-            requested.append(cluster.name)
-    if requested:
-        await secret_service.clusters_changed(session, tenant_id, requested)
-    return requested
+            changes.append(await _request_deletion(session, repository, cluster))
+    if changes:
+        names = [change.name for change in changes]
+        await secret_service.clusters_changed(session, tenant_id, names)
+    return changes
 
 
 async def _request_deletion(
     session: AsyncSession, repository: ClusterRepository, cluster: Cluster
-) -> None:
-    """Terminating from now on (no longer metered); the reconciler tears it down."""
+) -> Draft:
+    """Terminating from now on (no longer metered); the reconciler tears it down. Returns
+    the phase change (cluster.phase_changed) to record."""
     now = await clock_of(session).now()
+    change = phase_changed(cluster.name, cluster.phase, ClusterPhase.terminating.value)
     cluster.deletion_requested_at = now
     cluster.phase = ClusterPhase.terminating.value
     cluster.generation += 1
@@ -427,6 +436,7 @@ async def _request_deletion(
     await session.flush()
     repository.record(ClusterHistory.snapshot(cluster, ClusterEvent.phase_changed, now))
     wake_after_commit(session, CLUSTERS)
+    return change
 
 
 async def connection_details(

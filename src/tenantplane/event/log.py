@@ -11,6 +11,7 @@ holding it.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -22,6 +23,7 @@ from ulid import ULID
 
 from tenantplane.db.base import rfc3339
 from tenantplane.db.clock import clock_of
+from tenantplane.db.rows import update_rows
 from tenantplane.event.chain import canonical_json, chained_hash, columns_of
 from tenantplane.event.models import GENESIS, Event, EventChain
 from tenantplane.event.webhook.models import Webhook
@@ -101,50 +103,95 @@ def new_event_id(time: datetime) -> str:
 async def append(session: AsyncSession, tenant_id: int, draft: Draft) -> dict[str, Any]:
     """Append ``draft`` to the tenant's stream in ``session``'s transaction; the event as
     stored (``hash`` included)."""
-    time = await clock_of(session).now()
-    event = draft.event(new_event_id(time), time)
-    body = canonical_json(event)
-    seq, previous = await _lock_head(session, tenant_id, time)
-    seq += 1
-    digest = chained_hash(previous, body)
-    columns = columns_of(event)
-    await session.execute(
-        insert(Event).values(
-            tenant_id=tenant_id, seq=seq, time=time, body=body, hash=digest, **columns
-        )
-    )
-    await session.execute(
-        update(EventChain).where(EventChain.tenant_id == tenant_id).values(seq=seq, hash=digest)
-    )
-    # The tenant's webhooks have an event to look at: due now, and their dispatcher woken.
-    await session.execute(
-        update(Webhook)
-        .where(Webhook.tenant_id == tenant_id, Webhook.enabled.is_(True))
-        .values(reconcile_at=time)
-    )
-    wake_after_commit(session, DISPATCHER)
-    return {**event, "hash": digest}
+    (stored,) = await append_all(session, [(tenant_id, draft)])
+    return stored
 
 
-async def _lock_head(session: AsyncSession, tenant_id: int, time: datetime) -> tuple[int, str]:
-    """The tenant's chain head (made on its first event), locked until the transaction ends:
-    an upsert that changes nothing takes the row's lock as an update would."""
+async def _lock_heads(
+    session: AsyncSession, tenant_ids: Sequence[int], time: datetime
+) -> dict[int, tuple[int, str]]:
+    """The tenants' chain heads (each made on its tenant's first event), locked in the order
+    given until the transaction ends: an upsert that changes nothing takes a row's lock as
+    an update would."""
     dialect = session.get_bind().dialect.name
     module: Any = postgresql if dialect == "postgresql" else sqlite
     table = EventChain.__table__
     statement = (
         module.insert(table)
         .values(
-            tenant_id=tenant_id,
-            seq=0,
-            hash=GENESIS,
-            purged_seq=0,
-            purged_hash=GENESIS,
-            # Retention looks at the tenant's events from an hour after the first.
-            reconcile_at=time + timedelta(hours=1),
+            [
+                dict(
+                    tenant_id=tenant_id,
+                    seq=0,
+                    hash=GENESIS,
+                    purged_seq=0,
+                    purged_hash=GENESIS,
+                    # Retention looks at the tenant's events from an hour after the first.
+                    reconcile_at=time + timedelta(hours=1),
+                )
+                for tenant_id in tenant_ids
+            ]
         )
         .on_conflict_do_update(index_elements=[table.c.tenant_id], set_={"seq": table.c.seq})
-        .returning(table.c.seq, table.c.hash)
+        .returning(table.c.tenant_id, table.c.seq, table.c.hash)
     )
-    row = (await session.execute(statement)).one()
-    return int(row.seq), str(row.hash)
+    rows = (await session.execute(statement)).all()
+    return {int(row.tenant_id): (int(row.seq), str(row.hash)) for row in rows}
+
+
+async def append_all(
+    session: AsyncSession, drafts: Sequence[tuple[int, Draft]]
+) -> list[dict[str, Any]]:
+    """``append`` for many events (tenant id, draft), of one tenant or several, in
+    ``session``'s transaction: for a reconciler's batch or a billing run, whose rows of
+    many tenants change together. One time for all, and four statements whatever the
+    number of events and tenants: the tenants' chain heads locked in one, in the order of
+    their ids (two transactions appending for the same tenants never wait on each other in
+    a cycle), the events inserted in one, the heads moved in one, the tenants' webhooks
+    marked due in one. Each tenant's events take their
+    positions in the order given, and their ids increase in that order. The events as
+    stored, in the order of the tenants' ids."""
+    if not drafts:
+        return []
+    time = await clock_of(session).now()
+    by_tenant: dict[int, list[Draft]] = {}
+    for tenant_id, draft in drafts:
+        by_tenant.setdefault(tenant_id, []).append(draft)
+    tenant_ids = sorted(by_tenant)
+    heads = await _lock_heads(session, tenant_ids, time)
+    ids = iter(sorted(new_event_id(time) for _ in drafts))
+    rows: list[dict[str, Any]] = []
+    stored: list[dict[str, Any]] = []
+    moved: list[dict[str, Any]] = []
+    for tenant_id in tenant_ids:
+        seq, digest = heads[tenant_id]
+        for draft in by_tenant[tenant_id]:
+            event = draft.event(next(ids), time)
+            body = canonical_json(event)
+            seq += 1
+            digest = chained_hash(digest, body)
+            stored.append({**event, "hash": digest})
+            rows.append(
+                dict(
+                    tenant_id=tenant_id,
+                    seq=seq,
+                    time=time,
+                    body=body,
+                    hash=digest,
+                    **columns_of(event),
+                )
+            )
+        moved.append({"tenant_id": tenant_id, "seq": seq, "hash": digest})
+    await session.execute(insert(Event), rows)
+    await update_rows(session, EventChain.__table__, moved)  # type: ignore[arg-type]
+    # The tenants' webhooks have events to look at: due now, and their dispatcher woken
+    # (only if there are any: most tenants have none, and the wake-up costs a statement).
+    subscribed = await session.execute(
+        update(Webhook)
+        .where(Webhook.tenant_id.in_(tenant_ids), Webhook.enabled.is_(True))
+        .values(reconcile_at=time)
+        .returning(Webhook.id)
+    )
+    if subscribed.first() is not None:
+        wake_after_commit(session, DISPATCHER)
+    return stored

@@ -10,6 +10,7 @@ import typer
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.cli_support import checked, load_settings, run_in_transaction
+from tenantplane.event.log import OPERATOR, Draft, EventType, append
 from tenantplane.member import service
 from tenantplane.member.models import Role
 from tenantplane.member.schemas import Email, MemberRead
@@ -31,6 +32,11 @@ def add(
     async def work(session: AsyncSession) -> MemberRead:
         found = await get_by_name(session, tenant)
         added = await service.add(session, found.id, address, role, None)
+        # Audited as the API's addition is (actor: the operator), last in the transaction.
+        email = added.member.email
+        await append(
+            session, found.id, Draft(EventType.audit, "member.create", "member", email, OPERATOR)
+        )
         return MemberRead.of(added.member)
 
     member = run_in_transaction(load_settings(), work)

@@ -20,6 +20,7 @@ from sqlalchemy.sql.schema import Table
 
 from tenantplane.cluster.models import Cluster, ClusterPhase
 from tenantplane.db.base import rfc3339
+from tenantplane.event.log import Draft, append_all, platform_event
 from tenantplane.providers.sync import (
     ClusterRef,
     CopySpec,
@@ -82,6 +83,7 @@ class ClusterView:
 class SecretView:
     id: int
     uid: str
+    tenant_id: int
     tenant: str
     name: str
     secret_path: str
@@ -195,6 +197,7 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
             found[row.id] = SecretView(
                 id=row.id,
                 uid=row.uid,
+                tenant_id=row.tenant_id,
                 tenant=row.tenant,
                 name=row.name,
                 secret_path=row.secret_path,
@@ -340,14 +343,23 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
         """Every change below is one statement under each row's own lease
         (``single_statements``): the status of every secret of the batch in one UPDATE, each
         row written only if its lease is held and it still has the generation acted on; the
-        time stamped is the database's, from the lease: no round trip to ask it."""
+        time stamped is the database's, from the lease: no round trip to ask it.
+
+        A batch in which a target failed or recovered has events to record (``secret.
+        sync_failed``, ``secret.sync_recovered``), which must commit with the statuses: on
+        PostgreSQL its session (in autocommit otherwise) is then one transaction, committed
+        here, the events appended last; the others stay single statements."""
         statuses: list[tuple[GuardedWrite, SecretView, SyncPhase]] = []
+        events: dict[Any, list[Draft]] = {}
         for guard, snapshot, outcome in batch:
-            now = guard.lease.now()
+            if not snapshot.deleting:
+                statuses.append(self._status_write(guard, snapshot, outcome, guard.lease.now()))
+                if changed := target_events(snapshot, outcome.statuses):
+                    events[guard.lease.row_id] = changed
+        begun = await _transaction_for(session) if events else False
+        for guard, snapshot, outcome in batch:
             if snapshot.deleting:
-                await self._apply_deletion(guard, outcome, now)
-            else:
-                statuses.append(self._status_write(guard, snapshot, outcome, now))
+                await self._apply_deletion(guard, outcome, guard.lease.now())
         written = await update_each(session, [write for write, _, _ in statuses])
         kept: list[GuardedWrite] = []
         for write, snapshot, phase in statuses:
@@ -366,6 +378,17 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
                     phase=phase.value,
                 )
         await update_each(session, kept)
+        await append_all(
+            session,
+            [
+                (snapshot.tenant_id, event)
+                for write, snapshot, _ in statuses
+                if write.lease.row_id in written
+                for event in events.get(write.lease.row_id, ())
+            ],
+        )
+        if begun:
+            await session.commit()
 
     async def _apply_deletion(self, guard: LeaseGuard, outcome: SyncOutcome, now: datetime) -> None:
         if not outcome.applied:
@@ -400,6 +423,44 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
         # Written only while the row still has the generation acted on.
         write = GuardedWrite(guard.lease, values, {"generation": snapshot.generation}, increment)
         return write, snapshot, phase
+
+
+def target_events(snapshot: SecretView, statuses: list[dict[str, Any]]) -> list[Draft]:
+    """The targets that failed (from Synced or Pending: ``secret.sync_failed`` with the
+    reason and message) or recovered (from Failed to Synced: ``secret.sync_recovered``) in
+    ``statuses`` against the row's last ones. A target that stays Failed, or goes from Failed
+    to Pending, records nothing (its recovery is when it is Synced again)."""
+    before = {target_key(entry): entry.get("phase") for entry in snapshot.statuses}
+    failed, synced = SyncPhase.failed.value, SyncPhase.synced.value
+    events = []
+    for entry in statuses:
+        was, now = before.get(target_key(entry)), entry["phase"]
+        target = {
+            "cluster": entry["cluster"],
+            "namespace": entry["namespace"],
+            "secretName": entry["secretName"],
+        }
+        if now == failed and was != failed:
+            data = {**target, "reason": entry["reason"], "message": entry["message"]}
+            events.append(platform_event("secret.sync_failed", "secret", snapshot.name, **data))
+        elif now == synced and was == failed:
+            events.append(
+                platform_event("secret.sync_recovered", "secret", snapshot.name, **target)
+            )
+    return events
+
+
+async def _transaction_for(session: AsyncSession) -> bool:
+    """Make ``session`` one transaction if it is in autocommit (a ``single_statements``
+    apply on PostgreSQL), before its first statement; True when it did (the caller then
+    commits). Elsewhere (SQLite) it is a transaction already, committed by its owner."""
+    bind = session.get_bind()
+    if bind.get_execution_options().get("isolation_level") != "AUTOCOMMIT":
+        return False
+    # What the pool's other transactions run at (known once a connection was made).
+    level = getattr(bind.dialect, "default_isolation_level", None) or "READ COMMITTED"
+    await session.connection(execution_options={"isolation_level": level})
+    return True
 
 
 async def _record_copies(snapshot: SecretView, placing: list[dict[str, str]], fence: Fence) -> None:

@@ -19,10 +19,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.alerting import service as alerting_service
 from tenantplane.billing.context import BillingContext
-from tenantplane.billing.cycle import cancel_tenant
+from tenantplane.billing.cycle import cancel_tenant, issued_events
 from tenantplane.billing.models import Invoice
 from tenantplane.cluster import service as cluster_service
 from tenantplane.db.clock import clock_of
+from tenantplane.event.log import OPERATOR, SYSTEM, Actor, Draft, EventType, append, append_all
 from tenantplane.http.errors import Conflict, NotFound
 from tenantplane.providers.alerting.base import AlertingBackend
 from tenantplane.secret import service as secret_service
@@ -56,6 +57,14 @@ async def locked_tenant(session: AsyncSession, name: str) -> Tenant:
     return tenant
 
 
+def _event(action: str, tenant: Tenant, by: SuspendedBy) -> Draft:
+    """A platform event of the tenant's state (``tenant.suspended``, ``tenant.resumed``,
+    ``tenant.cancelled``) with who caused it: the operator (their CLI, the actor) or the
+    payment provider's news (the system)."""
+    actor: Actor = OPERATOR if by is SuspendedBy.operator else SYSTEM
+    return Draft(EventType.platform, action, "tenant", tenant.name, actor, {"by": by.value})
+
+
 def _enter(tenant: Tenant, state: TenantState, at: datetime, by: SuspendedBy | None) -> None:
     if tenant.state is not state:
         tenant.state_changed_at = at
@@ -75,8 +84,10 @@ async def suspend(session: AsyncSession, name: str) -> Tenant:
     if tenant.state is TenantState.cancelled:
         raise AlreadyCancelled(name)
     if tenant.suspended_by is not SuspendedBy.operator:
+        # Also when the payment provider had suspended it: only an operator lifts it now.
         _enter(tenant, TenantState.suspended, await clock_of(session).now(), SuspendedBy.operator)
         await session.flush()
+        await append(session, tenant.id, _event("tenant.suspended", tenant, SuspendedBy.operator))
     return tenant
 
 
@@ -88,6 +99,7 @@ async def resume(session: AsyncSession, name: str) -> Tenant:
     if tenant.state is TenantState.suspended:
         _enter(tenant, TenantState.active, await clock_of(session).now(), None)
         await session.flush()
+        await append(session, tenant.id, _event("tenant.resumed", tenant, SuspendedBy.operator))
     return tenant
 
 
@@ -105,13 +117,18 @@ async def apply_payment_standing(
         return f"ignored: {name} has newer subscription news"
     tenant.payment_event_at = occurred_at
     outcome = f"recorded: {name} stays {tenant.state.value}"
+    event = None
     if past_due and tenant.state is TenantState.active:
         _enter(tenant, TenantState.suspended, occurred_at, SuspendedBy.payment)
         outcome = f"applied: {name} suspended"
+        event = _event("tenant.suspended", tenant, SuspendedBy.payment)
     elif not past_due and tenant.suspended_by is SuspendedBy.payment:
         _enter(tenant, TenantState.active, occurred_at, None)
         outcome = f"applied: {name} resumed"
+        event = _event("tenant.resumed", tenant, SuspendedBy.payment)
     await session.flush()
+    if event is not None:
+        await append(session, tenant.id, event)
     return outcome
 
 
@@ -125,7 +142,9 @@ async def cancel(
 ) -> Cancellation:
     """Cancel the tenant as of ``now``; everything in this transaction. Taking the alerting
     configuration off the backend is queued for after commit (the ``alerting`` reconciler,
-    retried until the backend answers): no lock is held across the backend call."""
+    retried until the backend answers): no lock is held across the backend call. Last, the
+    events: ``tenant.cancelled``, its clusters' phase changes (Terminating), its invoices
+    issued."""
     tenant = await locked_tenant(session, name)
     if tenant.state is TenantState.cancelled:
         raise AlreadyCancelled(name)
@@ -137,4 +156,14 @@ async def cancel(
     withdrawn = await alerting_service.withdraw(
         session, alerting, alerting_service.TenantRef(tenant.id, tenant.name)
     )
-    return Cancellation(tenant, invoices, clusters, secrets, withdrawn)
+    cancelled = _event("tenant.cancelled", tenant, SuspendedBy.operator)
+    await append_all(
+        session,
+        [
+            (tenant.id, cancelled),
+            *((tenant.id, change) for change in clusters),
+            *issued_events(invoices),
+        ],
+    )
+    names = [change.name for change in clusters]
+    return Cancellation(tenant, invoices, names, secrets, withdrawn)
