@@ -206,6 +206,8 @@ def test_the_command_list_is_complete() -> None:
         "alerting sync",
         "alerting check",
         "keys rotate",
+        "events verify",
+        "events export",
         "doctor",
     }
 

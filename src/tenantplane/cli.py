@@ -44,6 +44,8 @@ from tenantplane.config import Settings
 from tenantplane.db.migrate import MigrationRefused, upgrade
 from tenantplane.db.urls import display_url
 from tenantplane.doctor import Finding, diagnose
+from tenantplane.event.cli import app as events_app
+from tenantplane.event.log import append, append_all, operator_event
 from tenantplane.member.cli import app as member_app
 from tenantplane.member.models import Role
 from tenantplane.tenant import lifecycle
@@ -68,6 +70,7 @@ app.add_typer(member_app, name="member")
 app.add_typer(alerting_app, name="alerting")
 app.add_typer(simulator_app, name="simulator")
 app.add_typer(billing_cli.billing_app, name="billing")
+app.add_typer(events_app, name="events")
 keys_app = typer.Typer(help="The secret key and the keys derived from it.", no_args_is_help=True)
 app.add_typer(keys_app, name="keys")
 tenant_app.command("cancel")(billing_cli.tenant_cancel)
@@ -249,6 +252,12 @@ def tenant_create(
             role=Role.admin,
             created_by=admin_email.lower() if admin_email else OPERATOR_IDENTITY,
         )
+        # The operator's changes, audited as the API's are (actor: the operator).
+        changes = [operator_event("tenant.create", "tenant", tenant.name, plan=tenant.plan.value)]
+        if admin_email:
+            changes.append(operator_event("member.create", "member", admin_email.lower()))
+        changes.append(operator_event("apikey.create", "apikey", issued.key.id))
+        await append_all(session, [(tenant.id, change) for change in changes])
         # As the API answers a key's creation: the raw key is in this document only.
         api_key = ApiKeyCreated.of(issued.key, issued.raw_key)
         return {
@@ -291,6 +300,15 @@ def tenant_update(
     async def work(session: AsyncSession) -> dict[str, Any]:
         tenant = await tenant_service.update_platform_fields(
             session, name, plan, enforce_metrics_limit, enforce_log_limit
+        )
+        given = {
+            "plan": plan.value if plan is not None else None,
+            "enforceMetricsLimit": enforce_metrics_limit,
+            "enforceLogLimit": enforce_log_limit,
+        }
+        changed = {key: value for key, value in given.items() if value is not None}
+        await append(
+            session, tenant.id, operator_event("tenant.update", "tenant", tenant.name, **changed)
         )
         return _tenant_json(tenant)
 

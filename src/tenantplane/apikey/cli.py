@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tenantplane.apikey import service
 from tenantplane.apikey.schemas import ApiKeyCreated
 from tenantplane.cli_support import checked, load_settings, run_in_transaction
-from tenantplane.event.log import OPERATOR, Draft, EventType, append
+from tenantplane.event.log import append, operator_event
 from tenantplane.http.text import DisplayText
 from tenantplane.member.models import Role
 from tenantplane.tenant.service import get_by_name
@@ -47,7 +47,7 @@ def create(
             created_by=OPERATOR_IDENTITY,
         )
         # Audited as the API's creation is (actor: the operator), last in the transaction.
-        created = Draft(EventType.audit, "apikey.create", "apikey", issued.key.id, OPERATOR)
+        created = operator_event("apikey.create", "apikey", issued.key.id)
         await append(session, found.id, created)
         return ApiKeyCreated(
             id=issued.key.id,

@@ -29,7 +29,7 @@ from tenantplane.cli_support import (
     run_async,
 )
 from tenantplane.db.engine import Database
-from tenantplane.event.log import OPERATOR, Draft, EventType, append, append_all
+from tenantplane.event.log import append, append_all, operator_event
 from tenantplane.providers.alerting.factory import backend_from_settings
 from tenantplane.reconcile import ReconcilerRunner
 from tenantplane.tenant import lifecycle
@@ -44,12 +44,6 @@ NowOption = Annotated[
     str | None,
     typer.Option("--now", help="Act as of this RFC 3339 instant (default: the current time)."),
 ]
-
-
-def _audit(action: str, tenant: str, **data: Any) -> Draft:
-    """An audit event of the operator's command on the tenant (no source address, request
-    or status), appended last in the command's transaction."""
-    return Draft(EventType.audit, action, "tenant", tenant, OPERATOR, data)
 
 
 def parse_now(value: str | None) -> datetime | None:
@@ -196,7 +190,7 @@ def billing_link(
     async def work(database: Database, context: BillingContext) -> int:
         async with database.transaction() as session:
             profile = await service.link_profile(session, tenant, customer, subscription, address)
-            link = _audit("billing.profile.link", tenant, customerID=customer)
+            link = operator_event("billing.profile.link", "tenant", tenant, customerID=customer)
             await append(session, profile.tenant_id, link)
         return await _submit_charges(database, context)
 
@@ -284,8 +278,8 @@ def tenant_credit(
             balance = await service.grant_credit(session, name, amount, note)
             found = await BillingRepository.from_session(session).tenant_by_name(name)
             assert found is not None  # grant_credit found it
-            granted = _audit(
-                "billing.credit.grant", name, amount=money(service.parse_credit(amount))
+            granted = operator_event(
+                "billing.credit.grant", "tenant", name, amount=money(service.parse_credit(amount))
             )
             await append(session, found.id, granted)
             return money(balance)

@@ -95,6 +95,12 @@ def platform_event(action: str, kind: str, name: str, **data: Any) -> Draft:
     return Draft(EventType.platform, action, kind, name, SYSTEM, data)
 
 
+def operator_event(action: str, kind: str, name: str, **data: Any) -> Draft:
+    """An audit event of an operator's command (actor ``operator``; no source address,
+    request id or status: it was not an HTTP request), with what it set in ``data``."""
+    return Draft(EventType.audit, action, kind, name, OPERATOR, data)
+
+
 def new_event_id(time: datetime) -> str:
     """Unique and sortable: a ULID (milliseconds since the epoch, then 80 random bits)."""
     return str(ULID.from_datetime(time))

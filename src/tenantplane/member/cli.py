@@ -10,7 +10,7 @@ import typer
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenantplane.cli_support import checked, load_settings, run_in_transaction
-from tenantplane.event.log import OPERATOR, Draft, EventType, append
+from tenantplane.event.log import append, operator_event
 from tenantplane.member import service
 from tenantplane.member.models import Role
 from tenantplane.member.schemas import Email, MemberRead
@@ -34,9 +34,7 @@ def add(
         added = await service.add(session, found.id, address, role, None)
         # Audited as the API's addition is (actor: the operator), last in the transaction.
         email = added.member.email
-        await append(
-            session, found.id, Draft(EventType.audit, "member.create", "member", email, OPERATOR)
-        )
+        await append(session, found.id, operator_event("member.create", "member", email))
         return MemberRead.of(added.member)
 
     member = run_in_transaction(load_settings(), work)
