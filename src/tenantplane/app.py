@@ -25,6 +25,7 @@ from tenantplane.config import Settings
 from tenantplane.db.engine import Database
 from tenantplane.event.actions import check_every_write_audited
 from tenantplane.event.routes import router as event_router
+from tenantplane.event.webhook.routes import router as webhook_router
 from tenantplane.http.body_limit import RequestBodyMiddleware
 from tenantplane.http.conditional import ConditionalGetMiddleware
 from tenantplane.http.cors import install_cors
@@ -65,6 +66,7 @@ FEATURE_ROUTERS = (
     apikey_router,
     alerting_router,
     event_router,
+    webhook_router,
     cluster_versions_router,
     billing_router,
     cluster_review_router,

@@ -44,9 +44,6 @@ class Settings(BaseSettings):
     db_max_overflow: int = Field(default=4, ge=0)
     # PostgreSQL: the autocommit connections that answer plain reads (GETs), besides the pool.
     db_read_pool_size: int = Field(default=4, ge=1)
-    # PostgreSQL: the autocommit connections of writes that are one statement (a secret's
-    # create), besides the pool.
-    db_write_pool_size: int = Field(default=4, ge=1)
     # The reconcilers of `serve` (TENANTPLANE_RUN_RECONCILERS) get a pool of their own, so that
     # a burst of requests queued on the request pool does not hold back provisioning.
     db_reconcile_pool_size: int = Field(default=4, ge=1)
@@ -183,6 +180,10 @@ class Settings(BaseSettings):
     # networks (comma-separated CIDRs), and private/loopback/link-local ones, are refused.
     alerting_firewall_block_cidrs: Annotated[list[str], NoDecode] = Field(default_factory=list)
     alerting_firewall_block_private: bool = True
+    # Webhooks (docs/webhooks.md, "Retries"): the delay after a delivery's first failed
+    # attempt; each further one doubles it (at most an hour, with jitter) for at least 24 h.
+    # Their destinations go through the alerting receivers' firewall (the two settings above).
+    webhook_retry_base_seconds: float = Field(default=10.0, gt=0)
     billing_provider: Literal["none", "paddle"] = "none"
     # Paddle charges real money: with the simulator orchestrator the clusters charged for do
     # not exist, so `serve` and `worker` refuse that pairing unless this is set (a demo).

@@ -16,6 +16,9 @@ from tenantplane.billing.reconciler import (
 from tenantplane.cluster.reconciler import build_cluster_reconciler
 from tenantplane.config import Settings
 from tenantplane.db.engine import Database
+from tenantplane.event.retention import build_retention_reconciler
+from tenantplane.event.webhook.delivery import build_delivery_reconciler
+from tenantplane.event.webhook.dispatcher import build_dispatcher
 from tenantplane.reconcile import registry
 from tenantplane.reconcile.metrics import ReconcileMetrics
 from tenantplane.reconcile.registry import ReconcilerFactory
@@ -30,6 +33,9 @@ FACTORIES: tuple[ReconcilerFactory, ...] = (
     build_cycle_reconciler,
     build_secret_reconciler,
     build_alerting_reconciler,
+    build_retention_reconciler,
+    build_dispatcher,
+    build_delivery_reconciler,
 )
 
 

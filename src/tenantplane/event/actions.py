@@ -103,7 +103,7 @@ AUDIT_ACTIONS: dict[tuple[str, str], AuditAction] = dict(
         _row("PATCH", "/webhooks/{id}", "webhook.update", "webhook", "id"),
         _row("DELETE", "/webhooks/{id}", "webhook.delete", "webhook", "id"),
         _row("POST", "/webhooks/{id}/rotate-secret", "webhook.secret.rotate", "webhook", "id"),
-        _row("POST", "/webhooks/{id}/ping", "webhook.ping", "webhook", "id"),
+        _row("POST", "/webhooks/{id}/ping", "webhook.ping.send", "webhook", "id"),
         _row(
             "POST",
             "/webhooks/{id}/deliveries/{delivery}/redeliver",

@@ -1,11 +1,22 @@
-"""Webhook subscriptions and their deliveries (docs/events.md, "Webhooks")."""
+"""Webhook subscriptions and their deliveries (docs/webhooks.md)."""
 
 from __future__ import annotations
 
+import enum
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Integer, LargeBinary, String, Text
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from tenantplane.db.base import Base, Versioned
@@ -40,6 +51,13 @@ class Webhook(Versioned, Leased, Base):
     updated_at: Mapped[datetime] = mapped_column(default=database_time)
 
 
+class DeliveryState(enum.StrEnum):
+    pending = "pending"  # an attempt is due: the first, or a retry (``reconcile_at``)
+    succeeded = "succeeded"  # answered 2xx
+    failed = "failed"  # the retry schedule ended without a 2xx
+    cancelled = "cancelled"  # its webhook was disabled before it succeeded
+
+
 class WebhookDelivery(Leased, Base):
     """One message to one endpoint, tried until it is answered 2xx or the schedule ends.
     ``reconcile_at`` is its next attempt."""
@@ -47,9 +65,7 @@ class WebhookDelivery(Leased, Base):
     __tablename__ = "webhook_deliveries"
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
-    webhook_id: Mapped[str] = mapped_column(
-        ForeignKey("webhooks.id", ondelete="CASCADE"), index=True
-    )
+    webhook_id: Mapped[str] = mapped_column(ForeignKey("webhooks.id", ondelete="CASCADE"))
     tenant_id: Mapped[int] = mapped_column(Integer)
     # ``webhook-id``: the event's id (a ping's own); the same on every attempt and redelivery.
     message_id: Mapped[str] = mapped_column(String(40))
@@ -66,3 +82,8 @@ class WebhookDelivery(Leased, Base):
     # Every attempt: {at, statusCode, latencyMs, error}.
     history: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
     created_at: Mapped[datetime] = mapped_column(default=database_time)
+
+    __table_args__ = (
+        # A webhook's deliveries newest first (the list's order), and its cascade on delete.
+        Index("ix_webhook_deliveries_webhook_created", "webhook_id", "created_at", "id"),
+    )
