@@ -131,6 +131,30 @@ async def _api_key(world: World) -> Call:
     return Call("DELETE", f"/apikeys/{key}", status=204, name=key)
 
 
+# A host that never resolves: the app's reconcilers send nothing anywhere.
+HOOK = {"url": "https://hooks.example.invalid/t", "events": ["*"]}
+
+
+async def _webhook(world: World) -> str:
+    created = await world.send("POST", "/webhooks", HOOK)
+    return str(created.json()["id"])
+
+
+def on_webhook(method: str, suffix: str, body: Any = None, status: int = 200) -> Recipe:
+    async def recipe(world: World) -> Call:
+        hook = await _webhook(world)
+        return Call(method, f"/webhooks/{hook}{suffix}", body, status, hook)
+
+    return recipe
+
+
+async def _redeliver(world: World) -> Call:
+    hook = await _webhook(world)
+    ping = await world.send("POST", f"/webhooks/{hook}/ping")
+    delivery = ping.json()["id"]
+    return Call("POST", f"/webhooks/{hook}/deliveries/{delivery}/redeliver", None, 202, hook)
+
+
 TENANT = "/tenants/{tenant}"
 RECIPES: dict[tuple[str, str], Recipe] = {
     ("PATCH", ""): _tenant_fields,
@@ -217,6 +241,12 @@ RECIPES: dict[tuple[str, str], Recipe] = {
     ("DELETE", "/alerting/time-intervals/{name}"): after(
         _interval, Call("DELETE", "/alerting/time-intervals/office", status=204, name="office")
     ),
+    ("POST", "/webhooks"): alone(Call("POST", "/webhooks", HOOK, 201)),
+    ("PATCH", "/webhooks/{id}"): on_webhook("PATCH", "", {"description": "ops"}),
+    ("DELETE", "/webhooks/{id}"): on_webhook("DELETE", "", status=204),
+    ("POST", "/webhooks/{id}/rotate-secret"): on_webhook("POST", "/rotate-secret"),
+    ("POST", "/webhooks/{id}/ping"): on_webhook("POST", "/ping", status=202),
+    ("POST", "/webhooks/{id}/deliveries/{delivery}/redeliver"): _redeliver,
 }
 
 

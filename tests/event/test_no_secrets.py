@@ -53,6 +53,15 @@ async def test_no_event_holds_a_key_a_token_or_a_credential(
     assert put.status_code == 201, put.text
     written += [PASSWORD, SLACK]
 
+    hook = {"url": "https://hooks.example.invalid/t", "events": ["*"]}
+    created = await client.post(f"{tenant.path}/webhooks", json=hook, headers=admin)
+    assert created.status_code == 201, created.text
+    rotated = await client.post(
+        f"{tenant.path}/webhooks/{created.json()['id']}/rotate-secret", headers=admin
+    )
+    assert rotated.status_code == 200, rotated.text
+    written += [created.json()["secret"], rotated.json()["secret"]]
+
     async with database.transaction() as session:
         bodies = (
             (await session.execute(select(Event.body).where(Event.tenant_id == tenant.id)))
