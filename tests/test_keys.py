@@ -24,7 +24,8 @@ from tenantplane.apikey.tokens import new_key_id, new_raw_key
 from tenantplane.cli import app as cli_app
 from tenantplane.db.engine import Database
 from tenantplane.db.migrate import sync_url, upgrade
-from tenantplane.keys import LEGACY, KeyRing, Purpose
+from tenantplane.event.webhook.models import Webhook
+from tenantplane.keys import LEGACY, KeyRing, Purpose, decrypt_stored
 from tests.conftest import TEST_SECRET, make_settings
 from tests.factories import Factory
 from tests.http_client import api_client, bearer, running_app
@@ -167,6 +168,19 @@ async def test_rotating_the_secret_key(
     tenant = await factory.tenant()  # API keys and credentials made under TEST_SECRET
     await factory.alerting_credentials(tenant.name, secret="mimir-password")
     unused_key = await factory.api_key(tenant.id)
+    # A webhook whose secret was rotated: two signing secrets stored.
+    original = make_settings(database_url, tmp_path, run_reconcilers=False)
+    async with running_app(original) as app, api_client(app) as client:
+        hook = {"url": "https://hooks.example.invalid/t", "events": ["*"]}
+        created = await client.post(
+            f"{tenant.path}/webhooks", json=hook, headers=bearer(tenant.admin_key)
+        )
+        assert created.status_code == 201, created.text
+        webhook_id, first_secret = created.json()["id"], created.json()["secret"]
+        rotated_secret = await client.post(
+            f"{tenant.path}/webhooks/{webhook_id}/rotate-secret", headers=bearer(tenant.admin_key)
+        )
+        second_secret = rotated_secret.json()["secret"]
 
     # Without the old key as a fallback, rotating refuses and changes nothing.
     code, refused = await asyncio.to_thread(cli, database_url, "keys", "rotate")
@@ -192,7 +206,8 @@ async def test_rotating_the_secret_key(
     assert code == 0, report
     assert report == {
         "keyDerivation": new_ring.current.derivation,
-        "credentialsReencrypted": 1,
+        # The alerting backend's credentials and the webhook's secrets.
+        "credentialsReencrypted": 2,
         # The admin and readonly keys were used and re-hashed; the third was not.
         "apiKeysAwaitingRehash": 1,
     }
@@ -205,6 +220,16 @@ async def test_rotating_the_secret_key(
         )
         == "mimir-password"
     )
+
+    async with database.transaction() as session:
+        webhook = await session.get(Webhook, webhook_id)
+        assert webhook is not None
+        assert webhook.key_derivation == new_ring.current.derivation
+        new_only = KeyRing(NEW_SECRET.encode())
+        assert decrypt_stored(new_only, webhook.secret, webhook.key_derivation) == second_secret
+        assert webhook.previous_secret is not None
+        previous = decrypt_stored(new_only, webhook.previous_secret, webhook.key_derivation)
+        assert previous == first_secret
 
     # The old key dropped: what was re-hashed or re-encrypted works, the unused key does not.
     final = make_settings(database_url, tmp_path, secret_key=NEW_SECRET)

@@ -46,6 +46,7 @@ from tenantplane.db.urls import display_url
 from tenantplane.doctor import Finding, diagnose
 from tenantplane.event.cli import app as events_app
 from tenantplane.event.log import append, append_all, operator_event
+from tenantplane.event.webhook import service as webhook_service
 from tenantplane.member.cli import app as member_app
 from tenantplane.member.models import Role
 from tenantplane.tenant import lifecycle
@@ -204,14 +205,16 @@ def worker(
 
 @keys_app.command("rotate")
 def keys_rotate(as_json: JsonOption = False) -> None:
-    """Re-encrypt stored credentials under TENANTPLANE_SECRET_KEY (after changing it, with the
-    old key in TENANTPLANE_SECRET_KEY_FALLBACKS); count the API keys still hashed otherwise."""
+    """Re-encrypt stored credentials (alerting backends' credentials, webhooks' signing
+    secrets) under TENANTPLANE_SECRET_KEY (after changing it, with the old key in
+    TENANTPLANE_SECRET_KEY_FALLBACKS); count the API keys still hashed otherwise."""
     settings = load_settings()
     keys = settings.keyring()
 
     async def work(session: AsyncSession) -> dict[str, Any]:
         try:
             reencrypted = await alerting_credentials.reencrypt_credentials(session, keys)
+            reencrypted += await webhook_service.reencrypt_secrets(session, keys)
         except ValueError as exc:
             raise CliError("UNKNOWN_KEY", str(exc), EXIT_REFUSED) from exc
         return {

@@ -26,6 +26,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from cryptography.fernet import Fernet, InvalidToken
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
@@ -78,6 +79,40 @@ class KeyRing:
     def find(self, derivation: str) -> RootKey | None:
         """The key a row's ``key_derivation`` names, if it is in the ring."""
         return next((root for root in self.all if root.derivation == derivation), None)
+
+
+def _fernet(key: bytes) -> Fernet:
+    return Fernet(base64.urlsafe_b64encode(key))
+
+
+def encrypt_stored(keys: KeyRing, plaintext: str) -> tuple[bytes, str]:
+    """A secret to store (a backend's credential, a webhook's signing secret): Fernet under
+    the current secret key's stored-credentials key. The ciphertext, and its derivation (to
+    store with it)."""
+    current = keys.current
+    return _fernet(current.key(Purpose.stored_credentials)).encrypt(plaintext.encode()), (
+        current.derivation
+    )
+
+
+class UnknownKey(ValueError):
+    def __init__(self) -> None:
+        super().__init__(
+            "a stored secret was encrypted with a secret key that is neither "
+            "TENANTPLANE_SECRET_KEY nor in TENANTPLANE_SECRET_KEY_FALLBACKS"
+        )
+
+
+def decrypt_stored(keys: KeyRing, ciphertext: bytes, derivation: str) -> str:
+    """What ``encrypt_stored`` encrypted under the key ``derivation`` names (any key of the
+    ring); UnknownKey when none of them made it."""
+    root = keys.find(derivation)
+    if root is None:
+        raise UnknownKey
+    try:
+        return _fernet(root.key(Purpose.stored_credentials)).decrypt(ciphertext).decode()
+    except InvalidToken as exc:
+        raise UnknownKey from exc
 
 
 def b64(data: bytes) -> str:

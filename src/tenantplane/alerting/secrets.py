@@ -15,38 +15,25 @@ import hmac
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
-from tenantplane.keys import LEGACY, KeyRing, Purpose, RootKey
+from tenantplane.keys import LEGACY, KeyRing, RootKey, UnknownKey, decrypt_stored, encrypt_stored
 
 _LEGACY_PURPOSE = b"tenantplane alerting backend credentials v1"
 
 
-def _fernet(key: bytes) -> Fernet:
-    return Fernet(base64.urlsafe_b64encode(key))
-
-
 def _legacy_fernet(root: RootKey) -> Fernet:
-    return _fernet(hmac.new(root.secret, _LEGACY_PURPOSE, hashlib.sha256).digest())
+    key = hmac.new(root.secret, _LEGACY_PURPOSE, hashlib.sha256).digest()
+    return Fernet(base64.urlsafe_b64encode(key))
 
 
 def encrypt(keys: KeyRing, plaintext: str) -> tuple[bytes, str]:
     """The ciphertext under the current secret key, and its derivation (to store with it)."""
-    current = keys.current
-    ciphertext = _fernet(current.key(Purpose.stored_credentials)).encrypt(plaintext.encode())
-    return ciphertext, current.derivation
+    return encrypt_stored(keys, plaintext)
 
 
 def decrypt(keys: KeyRing, ciphertext: bytes, derivation: str) -> str:
-    if derivation == LEGACY:
-        candidates = [_legacy_fernet(root) for root in keys.all]
-    else:
-        root = keys.find(derivation)
-        candidates = [] if root is None else [_fernet(root.key(Purpose.stored_credentials))]
+    if derivation != LEGACY:
+        return decrypt_stored(keys, ciphertext, derivation)
     try:
-        if not candidates:
-            raise InvalidToken
-        return MultiFernet(candidates).decrypt(ciphertext).decode()
+        return MultiFernet([_legacy_fernet(root) for root in keys.all]).decrypt(ciphertext).decode()
     except InvalidToken as exc:
-        raise ValueError(
-            "credentials were encrypted with a secret key that is neither "
-            "TENANTPLANE_SECRET_KEY nor in TENANTPLANE_SECRET_KEY_FALLBACKS"
-        ) from exc
+        raise UnknownKey from exc

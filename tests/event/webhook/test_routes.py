@@ -11,10 +11,9 @@ import httpx
 from sqlalchemy import select
 
 from tenantplane.db.engine import Database
-from tenantplane.event.webhook import secrets
 from tenantplane.event.webhook.models import Webhook
 from tenantplane.event.webhook.service import MAX_WEBHOOKS
-from tenantplane.keys import KeyRing
+from tenantplane.keys import KeyRing, decrypt_stored
 from tests.conftest import TEST_SECRET, make_settings
 from tests.event.webhook.conftest import create_webhook
 from tests.factories import Factory, TenantFixture
@@ -62,7 +61,7 @@ async def test_create_shows_the_secret_once_and_never_again(
     # Stored encrypted only.
     row = await stored(database, created["id"])
     assert secret.encode() not in row.secret
-    assert secrets.decrypt(KeyRing(TEST_SECRET.encode()), row.secret, row.key_derivation) == secret
+    assert decrypt_stored(KeyRing(TEST_SECRET.encode()), row.secret, row.key_derivation) == secret
 
 
 async def test_only_admins_may_read_or_write_webhooks(

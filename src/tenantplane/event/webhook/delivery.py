@@ -42,7 +42,7 @@ from tenantplane.event.webhook.models import DeliveryState, WebhookDelivery
 from tenantplane.event.webhook.repository import WebhookRepository
 from tenantplane.event.webhook.service import DELIVERY
 from tenantplane.http.firewall import Firewall
-from tenantplane.keys import KeyRing
+from tenantplane.keys import KeyRing, decrypt_stored
 from tenantplane.reconcile.fence import Fence
 from tenantplane.reconcile.hints import wake_after_commit
 from tenantplane.reconcile.lease import LeaseGuard
@@ -146,7 +146,7 @@ class DeliveryReconciler(Reconciler[Attempting, Answer]):
             return None
         previous = None
         if row.previous_secret is not None:
-            previous = secrets.decrypt(self.keys, row.previous_secret, row.key_derivation)
+            previous = decrypt_stored(self.keys, row.previous_secret, row.key_derivation)
         return Attempting(
             delivery_id=str(row_id),
             webhook_id=row.webhook_id,
@@ -157,7 +157,7 @@ class DeliveryReconciler(Reconciler[Attempting, Answer]):
             created_at=row.created_at,
             url=row.url,
             enabled=row.enabled,
-            secret=secrets.decrypt(self.keys, row.secret, row.key_derivation),
+            secret=decrypt_stored(self.keys, row.secret, row.key_derivation),
             previous_secret=previous,
             previous_secret_expires_at=row.previous_secret_expires_at,
         )

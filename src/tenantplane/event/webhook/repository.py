@@ -104,6 +104,12 @@ class WebhookRepository:
             statement = statement.with_for_update()
         return (await self.session.execute(statement)).scalar_one_or_none()
 
+    async def not_derived_with(self, derivation: str) -> Sequence[Webhook]:
+        """Every tenant's webhooks whose secrets another key than ``derivation`` encrypted,
+        locked (``keys rotate``)."""
+        statement = select(Webhook).where(Webhook.key_derivation != derivation).with_for_update()
+        return (await self.session.execute(statement)).scalars().all()
+
     def add(self, row: Webhook | WebhookDelivery) -> None:
         self.session.add(row)
 

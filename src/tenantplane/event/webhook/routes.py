@@ -4,7 +4,7 @@ tenant's events go). docs/webhooks.md."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, Path, Request, Response, status
@@ -52,6 +52,18 @@ router = APIRouter(
 LISTING = "webhooks"
 DELIVERIES = "webhook-deliveries"
 
+# A delivery made to be sent (ping, redeliver): 202, and where to follow it (`_accepted`).
+ACCEPTED: dict[int | str, dict[str, Any]] = {
+    202: {
+        "headers": {
+            "Location": {
+                "description": "The delivery's absolute URL, to follow its attempts",
+                "schema": {"type": "string", "format": "uri"},
+            }
+        }
+    }
+}
+
 
 def _firewall(request: Request) -> Firewall:
     return firewall_from_settings(request.app.state.settings)
@@ -84,11 +96,11 @@ async def create_webhook(
     request: Request,
     response: Response,
 ) -> WebhookWithSecret:
-    """Create a webhook: the tenant's events whose action matches one of `events` are sent
-    to `url`, signed (Standard Webhooks).
+    """Create a webhook.
 
-    The signing secret (`whsec_…`) is in this response only. At most 20 per tenant (409
-    `WEBHOOK_LIMIT_REACHED`). Admin.
+    The tenant's events whose action matches one of `events` are sent to `url`, signed
+    (Standard Webhooks). The signing secret (`whsec_…`) is in this response only. At most
+    20 per tenant (409 `WEBHOOK_LIMIT_REACHED`). Admin.
     """
     created = await service.create(
         session,
@@ -106,8 +118,10 @@ async def create_webhook(
 async def list_webhooks(
     principal: TenantAdmin, session: SessionDep, paging: Paging
 ) -> PagedList[WebhookRead]:
-    """List the tenant's webhooks, oldest first; paged with `limit` and `continue`. Never
-    a secret. Admin."""
+    """List the tenant's webhooks.
+
+    Oldest first; paged with `limit` and `continue`. Never a secret. Admin.
+    """
     page = paging.page(LISTING, principal.tenant_id)
     webhooks, last = await service.list_webhooks(session, principal.tenant_id, page)
     return PagedList[WebhookRead](
@@ -122,7 +136,10 @@ async def list_webhooks(
 async def get_webhook(
     principal: TenantAdmin, webhook_id: WebhookId, session: SessionDep, response: Response
 ) -> WebhookRead:
-    """Read one webhook (never its secret). Admin."""
+    """Read one webhook.
+
+    Never its secret. Admin.
+    """
     webhook = await service.get(session, principal.tenant_id, webhook_id)
     set_etag(response, webhook.resource_version)
     return WebhookRead.of(webhook)
@@ -138,8 +155,11 @@ async def update_webhook(
     response: Response,
     if_match: IfMatch = None,
 ) -> WebhookRead:
-    """Change a webhook's `url`, `events`, `description` or `enabled`. Enabled again, it is
-    sent the events that follow (not those missed). Admin."""
+    """Change a webhook.
+
+    Its `url`, `events`, `description` or `enabled`. Enabled again, it is sent the events
+    that follow (not those missed). Admin.
+    """
     webhook = await service.update(
         session, principal.tenant_id, webhook_id, body, if_match, firewall=_firewall(request)
     )
@@ -151,7 +171,10 @@ async def update_webhook(
 async def delete_webhook(
     principal: TenantAdmin, webhook_id: WebhookId, session: SessionDep, if_match: IfMatch = None
 ) -> None:
-    """Delete a webhook and its deliveries: nothing more is sent to it. Admin."""
+    """Delete a webhook.
+
+    Its deliveries too: nothing more is sent to it. Admin.
+    """
     await service.delete(session, principal.tenant_id, webhook_id, if_match)
 
 
@@ -166,8 +189,11 @@ async def rotate_webhook_secret(
     response: Response,
     if_match: IfMatch = None,
 ) -> WebhookWithSecret:
-    """Make a new signing secret, shown in this response only. For 24 hours the old one
-    signs too (two signatures in `webhook-signature`). Admin."""
+    """Rotate a webhook's signing secret.
+
+    The new secret is in this response only. For 24 hours the old one signs too (two
+    signatures in `webhook-signature`). Admin.
+    """
     rotated = await service.rotate_secret(
         session, principal.tenant_id, webhook_id, if_match, keys=request.app.state.keys
     )
@@ -179,7 +205,7 @@ async def rotate_webhook_secret(
     "/{id}/ping",
     status_code=status.HTTP_202_ACCEPTED,
     response_model_exclude_none=True,
-    responses=error_responses(404, 409),
+    responses={**ACCEPTED, **error_responses(404, 409)},
 )
 async def ping_webhook(
     principal: TenantAdmin,
@@ -188,8 +214,11 @@ async def ping_webhook(
     request: Request,
     response: Response,
 ) -> DeliveryRead:
-    """Send a signed `webhook.ping` message, as every delivery is sent; the answer is the
-    delivery (`Location`), to follow its attempts. Admin."""
+    """Ping a webhook.
+
+    Sends a signed `webhook.ping` message, as every delivery is sent; the answer is the
+    delivery (`Location`), to follow its attempts. Admin.
+    """
     delivery = await service.ping(session, principal.tenant_id, webhook_id)
     return _accepted(request, response, delivery)
 
@@ -198,8 +227,11 @@ async def ping_webhook(
 async def list_webhook_deliveries(
     principal: TenantAdmin, webhook_id: WebhookId, session: SessionDep, paging: Paging
 ) -> PagedList[DeliveryRead]:
-    """A webhook's deliveries, newest first: each message, its attempts, the last answer
-    and the next attempt; paged with `limit` and `continue`. Admin."""
+    """List a webhook's deliveries.
+
+    Newest first: each message, its attempts, the last answer and the next attempt; paged
+    with `limit` and `continue`. Admin.
+    """
     scope = f"{principal.tenant_id}/{webhook_id}"
     page = paging.page(DELIVERIES, scope)
     deliveries, last = await service.list_deliveries(session, principal.tenant_id, webhook_id, page)
@@ -217,7 +249,10 @@ async def list_webhook_deliveries(
 async def get_webhook_delivery(
     principal: TenantAdmin, webhook_id: WebhookId, delivery: DeliveryId, session: SessionDep
 ) -> DeliveryDetail:
-    """One delivery, with every attempt. Admin."""
+    """Read one delivery of a webhook.
+
+    With every attempt. Admin.
+    """
     found = await service.get_delivery(session, principal.tenant_id, webhook_id, delivery)
     return DeliveryDetail.detail_of(found)
 
@@ -226,7 +261,7 @@ async def get_webhook_delivery(
     "/{id}/deliveries/{delivery}/redeliver",
     status_code=status.HTTP_202_ACCEPTED,
     response_model_exclude_none=True,
-    responses=error_responses(404, 409),
+    responses={**ACCEPTED, **error_responses(404, 409)},
 )
 async def redeliver_webhook_delivery(
     principal: TenantAdmin,
@@ -236,7 +271,10 @@ async def redeliver_webhook_delivery(
     request: Request,
     response: Response,
 ) -> DeliveryRead:
-    """Send a delivery's message again (the same `webhook-id` and body) as a new delivery,
-    answered with its id (`Location`). Admin."""
+    """Redeliver a delivery's message.
+
+    The same `webhook-id` and body, sent again as a new delivery, answered with its id
+    (`Location`). Admin.
+    """
     made = await service.redeliver(session, principal.tenant_id, webhook_id, delivery)
     return _accepted(request, response, made)

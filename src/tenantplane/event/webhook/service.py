@@ -27,7 +27,7 @@ from tenantplane.http.errors import Conflict, NotFound, ValidationFailed
 from tenantplane.http.etag import check_if_match
 from tenantplane.http.firewall import Firewall
 from tenantplane.http.paging import WHOLE, Page, SortKey, split_page
-from tenantplane.keys import KeyRing
+from tenantplane.keys import KeyRing, decrypt_stored, encrypt_stored
 from tenantplane.reconcile.hints import wake_after_commit
 
 # Webhooks a tenant may have (409 WEBHOOK_LIMIT_REACHED beyond).
@@ -81,7 +81,7 @@ async def create(
         )
     now = await clock_of(session).now()
     secret = secrets.new_secret()
-    ciphertext, derivation = secrets.encrypt(keys, secret)
+    ciphertext, derivation = encrypt_stored(keys, secret)
     webhook = Webhook(
         id=new_webhook_id(now),
         tenant_id=tenant_id,
@@ -201,14 +201,31 @@ async def rotate_secret(
     secret replaced earlier stops at once)."""
     webhook, _ = await _locked(session, tenant_id, webhook_id, if_match)
     now = await clock_of(session).now()
-    current = secrets.decrypt(keys, webhook.secret, webhook.key_derivation)
+    current = decrypt_stored(keys, webhook.secret, webhook.key_derivation)
     secret = secrets.new_secret()
-    webhook.previous_secret, _ = secrets.encrypt(keys, current)
-    webhook.secret, webhook.key_derivation = secrets.encrypt(keys, secret)
+    webhook.previous_secret, _ = encrypt_stored(keys, current)
+    webhook.secret, webhook.key_derivation = encrypt_stored(keys, secret)
     webhook.previous_secret_expires_at = now + ROTATION_OVERLAP
     webhook.updated_at = now
     await session.flush()
     return WithSecret(webhook, secret)
+
+
+async def reencrypt_secrets(session: AsyncSession, keys: KeyRing) -> int:
+    """Encrypt every webhook's secrets under the current secret key (after a rotation of the
+    secret key); how many webhooks changed. Fails, changing nothing, if one cannot be
+    decrypted."""
+    current = keys.current.derivation
+    webhooks = await WebhookRepository.from_session(session).not_derived_with(current)
+    for webhook in webhooks:
+        derivation = webhook.key_derivation
+        webhook.secret, _ = encrypt_stored(keys, decrypt_stored(keys, webhook.secret, derivation))
+        if webhook.previous_secret is not None:
+            previous = decrypt_stored(keys, webhook.previous_secret, derivation)
+            webhook.previous_secret, _ = encrypt_stored(keys, previous)
+        webhook.key_derivation = current
+    await session.flush()
+    return len(webhooks)
 
 
 async def list_deliveries(
