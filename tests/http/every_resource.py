@@ -57,7 +57,8 @@ async def create_everything(
 ) -> list[tuple[str, httpx.Response]]:
     """Make one resource of every kind in ``tenant``; the creating answers, with the path
     (below the tenant) of what each made. API keys come from the factory's tenant and a
-    POST below; invoices from a billing run over two past months."""
+    POST below, as do a webhook and its ping's delivery; invoices from a billing run over two
+    past months."""
     headers = bearer(tenant.admin_key)
     answers = []
     for method, path, body, made in CREATIONS:
@@ -71,6 +72,15 @@ async def create_everything(
     )
     assert key.status_code == 201, key.text
     answers.append((f"/apikeys/{key.json()['id']}", key))
+    # A host that never resolves: nothing is sent anywhere.
+    hook = {"url": "https://hooks.example.invalid/t", "events": ["*"]}
+    webhook = await deployment.client.post(f"{tenant.path}/webhooks", json=hook, headers=headers)
+    assert webhook.status_code == 201, webhook.text
+    webhook_path = f"/webhooks/{webhook.json()['id']}"
+    answers.append((webhook_path, webhook))
+    # A delivery to list and to read: the ping's.
+    ping = await deployment.client.post(f"{tenant.path}{webhook_path}/ping", headers=headers)
+    assert ping.status_code == 202, ping.text
     await factory.billing.backdate_tenant(tenant.id, at("2026-08-01T00:00:00"))
     await deployment.run("2026-10-01T00:00:00Z")
     return answers
