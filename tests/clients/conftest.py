@@ -1,5 +1,6 @@
-"""One real `tenantplane serve` process per module (SQLite), a tenant per test, tpctl run
-against it, and the misbehaving proxy for the retry tests."""
+"""One real `tenantplane serve` process per session (SQLite), a tenant per test, tpctl run
+against it, and the misbehaving proxy for the retry tests; a second server for webhooks,
+allowed to send them to the tests' loopback receivers."""
 
 from __future__ import annotations
 
@@ -35,10 +36,26 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         yield running
 
 
-@pytest.fixture
-async def tenant(server: Served) -> Tenant:
-    """A fresh tenant on the session's server (so tests do not see each other's resources),
-    made in its database as the operator command makes one, without a process's start-up."""
+# Loopback receivers are private destinations: this server may send to them, and retries a
+# failed delivery after 50 ms instead of 10 s.
+WEBHOOK_SERVER_ENV = {
+    "TENANTPLANE_ALERTING_FIREWALL_BLOCK_PRIVATE": "false",
+    "TENANTPLANE_WEBHOOK_RETRY_BASE_SECONDS": "0.05",
+    "TENANTPLANE_RECONCILE_IDLE_POLL_SECONDS": "0.1",
+}
+
+
+@pytest.fixture(scope="session")
+def webhook_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    with served(
+        tmp_path_factory.mktemp("webhook-server"), tenant="clients", extra_env=WEBHOOK_SERVER_ENV
+    ) as running:
+        yield running
+
+
+async def new_tenant(server: Served) -> Tenant:
+    """A fresh tenant on ``server`` (so tests do not see each other's resources), made in
+    its database as the operator command makes one, without a process's start-up."""
     env = server_env(Path(server.log).parent)
     database = Database.connect(env["TENANTPLANE_DATABASE_URL"])
     try:
@@ -46,6 +63,17 @@ async def tenant(server: Served) -> Tenant:
     finally:
         await database.dispose()
     return Tenant(server.base_url, made.name, made.admin_key)
+
+
+@pytest.fixture
+async def tenant(server: Served) -> Tenant:
+    return await new_tenant(server)
+
+
+@pytest.fixture
+async def webhook_tenant(webhook_server: Served) -> Tenant:
+    """A fresh tenant on the server that may send webhooks to loopback."""
+    return await new_tenant(webhook_server)
 
 
 @pytest.fixture
@@ -78,8 +106,7 @@ def tpctl_environment(tenant: Tenant, home: Path) -> dict[str, str]:
     }
 
 
-@pytest.fixture
-def tpctl(tenant: Tenant, home: Path) -> Run:
+def tpctl_for(tenant: Tenant, home: Path) -> Run:
     """tpctl with the tenant's API key in the environment (TPCTL_*), HOME and config in tmp."""
 
     def run(*args: str, env: dict[str, str] | None = None, stdin: str | None = None) -> Any:
@@ -98,6 +125,11 @@ def tpctl(tenant: Tenant, home: Path) -> Run:
         )
 
     return run
+
+
+@pytest.fixture
+def tpctl(tenant: Tenant, home: Path) -> Run:
+    return tpctl_for(tenant, home)
 
 
 def ok(result: subprocess.CompletedProcess[str]) -> Any:

@@ -28,6 +28,7 @@ from tenantplane.cli_support import (
     load_settings,
     run_async,
 )
+from tenantplane.db.base import parse_rfc3339
 from tenantplane.db.engine import Database
 from tenantplane.event.log import append, append_all, operator_event
 from tenantplane.providers.alerting.factory import backend_from_settings
@@ -51,11 +52,11 @@ def parse_now(value: str | None) -> datetime | None:
     if value is None:
         return None
     try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        parsed = parse_rfc3339(value)
     except ValueError:
-        raise typer.BadParameter("expected an RFC 3339 timestamp", param_hint="--now") from None
-    if parsed.tzinfo is None:
-        raise typer.BadParameter("the timestamp needs a time zone (Z)", param_hint="--now")
+        raise typer.BadParameter(
+            "expected an RFC 3339 timestamp with its time zone (Z)", param_hint="--now"
+        ) from None
     return parsed
 
 

@@ -73,6 +73,15 @@ def from_epoch_microseconds(value: int) -> datetime:
     return _EPOCH + timedelta(microseconds=value)
 
 
+def parse_rfc3339(value: str) -> datetime:
+    """An RFC 3339 timestamp: a date, ``T``, a time and its offset (``Z`` or ``±hh:mm``);
+    ValueError for anything else (a date alone, a time without its offset)."""
+    parsed = datetime.fromisoformat(value.replace("z", "Z").replace("Z", "+00:00"))
+    if parsed.tzinfo is None or "T" not in value.upper():
+        raise ValueError(f"not an RFC 3339 timestamp with an offset: {value!r}")
+    return parsed
+
+
 def rfc3339(value: datetime) -> str:
     """The API's one rendering of a timestamp: UTC with ``Z`` (naive values are UTC)."""
     if value.tzinfo is None:

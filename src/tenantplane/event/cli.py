@@ -17,6 +17,7 @@ from tenantplane.cli_support import (
     run_async,
     run_in_transaction,
 )
+from tenantplane.db.base import parse_rfc3339
 from tenantplane.db.engine import Database
 from tenantplane.event import service
 from tenantplane.event.repository import EventRepository
@@ -71,12 +72,11 @@ def _instant(value: str | None) -> datetime | None:
     if value is None:
         return None
     try:
-        parsed = datetime.fromisoformat(value)
+        return parse_rfc3339(value)
     except ValueError:
-        parsed = None
-    if parsed is None or parsed.tzinfo is None:
-        raise CliError("INVALID_ARGUMENT", "--since must be an RFC 3339 timestamp with an offset")
-    return parsed
+        raise CliError(
+            "INVALID_ARGUMENT", "--since must be an RFC 3339 timestamp with an offset"
+        ) from None
 
 
 @app.command("export")

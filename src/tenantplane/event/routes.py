@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Request, Response
 
 from tenantplane.access import TenantMemberReads
+from tenantplane.db.base import parse_rfc3339
 from tenantplane.db.session import ReadsDep
 from tenantplane.event import repository
 from tenantplane.event.repository import EventFilter
@@ -24,46 +25,63 @@ ACTION_PATTERN = r"^(\*|[a-z][a-z0-9_.]*\*?)$"
 
 
 def _instant(value: str | None, field: str) -> datetime | None:
-    """An RFC 3339 timestamp with its offset (`2026-12-01T10:00:00Z`)."""
     if value is None:
         return None
     try:
-        parsed = datetime.fromisoformat(value)
+        return parse_rfc3339(value)
     except ValueError:
-        parsed = None
-    if parsed is None or parsed.tzinfo is None or "T" not in value.upper():
         raise ValidationFailed(
             f"{field} must be an RFC 3339 timestamp with an offset, e.g. 2026-12-01T10:00:00Z",
             field=field,
-        )
-    return parsed
+        ) from None
 
 
-@router.get(
-    "",
-    summary="List the tenant's events",
-    response_model=EventPage,
-    response_model_exclude_none=True,
-)
+@router.get("", response_model=EventPage, response_model_exclude_none=True)
 async def list_events(
     principal: TenantMemberReads,
     reads: ReadsDep,
     request: Request,
-    type: Annotated[Literal["audit", "platform"] | None, Query()] = None,  # noqa: A002
-    action: Annotated[str | None, Query(max_length=81, pattern=ACTION_PATTERN)] = None,
-    kind: Annotated[str | None, Query(min_length=1, max_length=40)] = None,
-    name: Annotated[str | None, Query(min_length=1, max_length=320)] = None,
+    type: Annotated[  # noqa: A002
+        Literal["audit", "platform"] | None, Query(description="The event's type.")
+    ] = None,
+    action: Annotated[
+        str | None,
+        Query(
+            max_length=81,
+            pattern=ACTION_PATTERN,
+            description="An action (`cluster.create`), or a prefix ending in `*` (`cluster.*`).",
+        ),
+    ] = None,
+    kind: Annotated[
+        str | None,
+        Query(min_length=1, max_length=40, description="The resource's kind (`cluster`)."),
+    ] = None,
+    name: Annotated[
+        str | None, Query(min_length=1, max_length=320, description="The resource's name.")
+    ] = None,
     actor: Annotated[
         str | None, Query(min_length=1, max_length=320, description="An email or a key id.")
     ] = None,
     since: Annotated[str | None, Query(description="RFC 3339; events at or after.")] = None,
     until: Annotated[str | None, Query(description="RFC 3339; events at or before.")] = None,
-    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
-    token: Annotated[str | None, Query(alias="continue", max_length=MAX_TOKEN_LENGTH)] = None,
+    limit: Annotated[
+        int, Query(ge=1, le=MAX_LIMIT, description="At most this many events (1-1000).")
+    ] = DEFAULT_LIMIT,
+    token: Annotated[
+        str | None,
+        Query(
+            alias="continue",
+            max_length=MAX_TOKEN_LENGTH,
+            description="The token a previous page answered as `continue`: the next page.",
+        ),
+    ] = None,
 ) -> Response:
-    """Audit and platform events, newest first; `limit` (1-1000, default 100) and
-    `continue` page it. `action` is exact, or a prefix ending in `*` (`cluster.*`). Members
-    and the tenant's API keys, readonly included."""
+    """List the tenant's events.
+
+    Audit and platform events, newest first; `limit` (1-1000, default 100) and `continue`
+    page it. `action` is exact, or a prefix ending in `*` (`cluster.*`). Members and the
+    tenant's API keys, readonly included.
+    """
     paging = PageQuery(limit, token, request.app.state.keys)
     after = paging.page(LISTING, principal.tenant_id).after
     prefix = action[:-1] if action is not None and action.endswith("*") else None

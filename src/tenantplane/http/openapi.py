@@ -52,6 +52,15 @@ TAGS: list[dict[str, str]] = [
         "payment provider's webhook.",
     },
     {
+        "name": "events",
+        "description": "The tenant's event stream: audit and platform events, newest first.",
+    },
+    {
+        "name": "webhooks",
+        "description": "Subscriptions that send the tenant's events, signed, to a URL; and "
+        "their deliveries.",
+    },
+    {
         "name": "operations",
         "description": "Liveness, readiness and Prometheus metrics; no authentication.",
     },

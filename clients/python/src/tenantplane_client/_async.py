@@ -15,6 +15,7 @@ from pydantic import TypeAdapter
 
 from tenantplane_client import models as m
 from tenantplane_client._async_clusters import AsyncClusters, AsyncSecrets
+from tenantplane_client._async_events import AsyncEvents, AsyncWebhooks
 from tenantplane_client._async_groups import (
     AsyncAlerting,
     AsyncApiKeys,
@@ -89,6 +90,8 @@ class AsyncTenantplane:
         self.invoices = AsyncInvoices(self)
         self.billing = AsyncBilling(self)
         self.alerting = AsyncAlerting(self)
+        self.events = AsyncEvents(self)
+        self.webhooks = AsyncWebhooks(self)
 
     async def __aenter__(self) -> AsyncTenantplane:
         return self
@@ -133,10 +136,13 @@ class AsyncTenantplane:
         body: Body = None,
         headers: Mapping[str, str] | None = None,
         idempotency_key: str | None = None,
+        replayable: bool = True,
     ) -> httpx.Response:
-        """One API call with the retry rules applied; raises ApiError for an error answer."""
+        """One API call with the retry rules applied; raises ApiError for an error answer.
+        ``replayable=False``: a POST the server does not replay by its Idempotency-Key, which
+        a repeat would do again: sent once, without a key."""
         sent = dict(headers or {})
-        if method == "POST" and self.idempotency_keys:
+        if method == "POST" and self.idempotency_keys and replayable:
             sent["Idempotency-Key"] = f'"{idempotency_key or uuid.uuid4()}"'
         may_retry = retry_safe(method, sent)
         attempt = 0
@@ -166,21 +172,39 @@ class AsyncTenantplane:
         *,
         body: Body = None,
         headers: Mapping[str, str] | None = None,
+        replayable: bool = True,
     ) -> Any:
-        response = await self.request(method, path, body=body, headers=headers)
+        response = await self.request(
+            method, path, body=body, headers=headers, replayable=replayable
+        )
         if model is None or not response.content:
             return None
         return TypeAdapter(model).validate_python(response.json())
 
-    async def items(self, model: type[Any], path: str) -> AsyncIterator[Any]:
-        """Every item of a list, a page of ``page_size`` at a time, following ``continue``
-        until the last page (docs/api.md, "Paging")."""
-        params: dict[str, str] = {"limit": str(self.page_size)}
+    async def items(
+        self,
+        model: type[Any],
+        path: str,
+        query: Mapping[str, str] | None = None,
+        *,
+        limit: int | None = None,
+    ) -> AsyncIterator[Any]:
+        """Every item of a list (``query``: its filters), a page of ``page_size`` at a time,
+        following ``continue`` until the last page (docs/api.md, "Paging"); at most
+        ``limit`` items when given."""
+        if limit is not None and limit < 1:
+            raise ValueError("limit must be at least 1 (None: every item)")
+        params = {**(query or {}), "limit": str(self.page_size)}
+        remaining = limit
         while True:
+            if remaining is not None:
+                params["limit"] = str(min(self.page_size, remaining))
             page = await self.call(model, "GET", f"{path}?{urlencode(params)}")
             for item in page.items:
                 yield item
-            if page.continue_ is None:
+            if remaining is not None:
+                remaining -= len(page.items)
+            if page.continue_ is None or remaining == 0:
                 return
             params["continue"] = page.continue_
 
@@ -286,4 +310,15 @@ OPERATIONS: dict[str, str] = {
     "getTimeInterval": "alerting.get_time_interval",
     "putTimeInterval": "alerting.put_time_interval",
     "deleteTimeInterval": "alerting.delete_time_interval",
+    "listEvents": "events.list",
+    "listWebhooks": "webhooks.list",
+    "createWebhook": "webhooks.create",
+    "getWebhook": "webhooks.get",
+    "updateWebhook": "webhooks.update",
+    "deleteWebhook": "webhooks.delete",
+    "rotateWebhookSecret": "webhooks.rotate_secret",
+    "pingWebhook": "webhooks.ping",
+    "listWebhookDeliveries": "webhooks.list_deliveries",
+    "getWebhookDelivery": "webhooks.get_delivery",
+    "redeliverWebhookDelivery": "webhooks.redeliver",
 }

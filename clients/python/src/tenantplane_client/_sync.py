@@ -26,6 +26,7 @@ from tenantplane_client._common import (
     authorization,
 )
 from tenantplane_client._sync_clusters import Clusters, Secrets
+from tenantplane_client._sync_events import Events, Webhooks
 from tenantplane_client._sync_groups import (
     Alerting,
     ApiKeys,
@@ -90,6 +91,8 @@ class Tenantplane:
         self.invoices = Invoices(self)
         self.billing = Billing(self)
         self.alerting = Alerting(self)
+        self.events = Events(self)
+        self.webhooks = Webhooks(self)
 
     def __enter__(self) -> Tenantplane:
         return self
@@ -134,10 +137,13 @@ class Tenantplane:
         body: Body = None,
         headers: Mapping[str, str] | None = None,
         idempotency_key: str | None = None,
+        replayable: bool = True,
     ) -> httpx.Response:
-        """One API call with the retry rules applied; raises ApiError for an error answer."""
+        """One API call with the retry rules applied; raises ApiError for an error answer.
+        ``replayable=False``: a POST the server does not replay by its Idempotency-Key, which
+        a repeat would do again: sent once, without a key."""
         sent = dict(headers or {})
-        if method == "POST" and self.idempotency_keys:
+        if method == "POST" and self.idempotency_keys and replayable:
             sent["Idempotency-Key"] = f'"{idempotency_key or uuid.uuid4()}"'
         may_retry = retry_safe(method, sent)
         attempt = 0
@@ -167,20 +173,36 @@ class Tenantplane:
         *,
         body: Body = None,
         headers: Mapping[str, str] | None = None,
+        replayable: bool = True,
     ) -> Any:
-        response = self.request(method, path, body=body, headers=headers)
+        response = self.request(method, path, body=body, headers=headers, replayable=replayable)
         if model is None or not response.content:
             return None
         return TypeAdapter(model).validate_python(response.json())
 
-    def items(self, model: type[Any], path: str) -> Iterator[Any]:
-        """Every item of a list, a page of ``page_size`` at a time, following ``continue``
-        until the last page (docs/api.md, "Paging")."""
-        params: dict[str, str] = {"limit": str(self.page_size)}
+    def items(
+        self,
+        model: type[Any],
+        path: str,
+        query: Mapping[str, str] | None = None,
+        *,
+        limit: int | None = None,
+    ) -> Iterator[Any]:
+        """Every item of a list (``query``: its filters), a page of ``page_size`` at a time,
+        following ``continue`` until the last page (docs/api.md, "Paging"); at most
+        ``limit`` items when given."""
+        if limit is not None and limit < 1:
+            raise ValueError("limit must be at least 1 (None: every item)")
+        params = {**(query or {}), "limit": str(self.page_size)}
+        remaining = limit
         while True:
+            if remaining is not None:
+                params["limit"] = str(min(self.page_size, remaining))
             page = self.call(model, "GET", f"{path}?{urlencode(params)}")
             yield from page.items
-            if page.continue_ is None:
+            if remaining is not None:
+                remaining -= len(page.items)
+            if page.continue_ is None or remaining == 0:
                 return
             params["continue"] = page.continue_
 
@@ -286,4 +308,15 @@ OPERATIONS: dict[str, str] = {
     "getTimeInterval": "alerting.get_time_interval",
     "putTimeInterval": "alerting.put_time_interval",
     "deleteTimeInterval": "alerting.delete_time_interval",
+    "listEvents": "events.list",
+    "listWebhooks": "webhooks.list",
+    "createWebhook": "webhooks.create",
+    "getWebhook": "webhooks.get",
+    "updateWebhook": "webhooks.update",
+    "deleteWebhook": "webhooks.delete",
+    "rotateWebhookSecret": "webhooks.rotate_secret",
+    "pingWebhook": "webhooks.ping",
+    "listWebhookDeliveries": "webhooks.list_deliveries",
+    "getWebhookDelivery": "webhooks.get_delivery",
+    "redeliverWebhookDelivery": "webhooks.redeliver",
 }

@@ -17,6 +17,8 @@ class Model(BaseModel):
     model_config = ConfigDict(populate_by_name=True, extra="allow")
 
 
+DeliveryState: TypeAlias = Literal["pending", "succeeded", "failed", "cancelled"]
+
 JsonValue: TypeAlias = Any
 
 Plan: TypeAlias = Literal["starter", "pro", "business", "enterprise"]
@@ -435,6 +437,15 @@ class ApiWarning(Model):
     severity: str | None = None
 
 
+class Attempt(Model):
+    """Attempt."""
+
+    at: str
+    error: str | None = None
+    latency_ms: int | None = Field(default=None, alias="latencyMs")
+    status_code: int | None = Field(default=None, alias="statusCode")
+
+
 class BillingPeriod(Model):
     """BillingPeriod."""
 
@@ -514,6 +525,39 @@ class ConnectionDetails(Model):
     endpoint: str
 
 
+class DeliveryDetail(Model):
+    """DeliveryDetail."""
+
+    attempts: int
+    created_at: str = Field(alias="createdAt")
+    event_id: str = Field(alias="eventId")
+    event_type: str = Field(alias="eventType")
+    history: list[Attempt]
+    id: str
+    last_attempt_at: str | None = Field(default=None, alias="lastAttemptAt")
+    last_error: str | None = Field(default=None, alias="lastError")
+    last_latency_ms: int | None = Field(default=None, alias="lastLatencyMs")
+    last_status_code: int | None = Field(default=None, alias="lastStatusCode")
+    next_attempt_at: str | None = Field(default=None, alias="nextAttemptAt")
+    state: DeliveryState
+
+
+class DeliveryRead(Model):
+    """DeliveryRead."""
+
+    attempts: int
+    created_at: str = Field(alias="createdAt")
+    event_id: str = Field(alias="eventId")
+    event_type: str = Field(alias="eventType")
+    id: str
+    last_attempt_at: str | None = Field(default=None, alias="lastAttemptAt")
+    last_error: str | None = Field(default=None, alias="lastError")
+    last_latency_ms: int | None = Field(default=None, alias="lastLatencyMs")
+    last_status_code: int | None = Field(default=None, alias="lastStatusCode")
+    next_attempt_at: str | None = Field(default=None, alias="nextAttemptAt")
+    state: DeliveryState
+
+
 class ErrorEnvelope(Model):
     """The spec's error envelope (OpenAPI description of every error response)."""
 
@@ -522,6 +566,45 @@ class ErrorEnvelope(Model):
     field: str | None = None
     message: str | None = None
     severity: str | None = None
+
+
+class EventActor(Model):
+    """EventActor."""
+
+    email: str | None = None
+    id: str | None = None
+    kind: Literal["member", "apikey", "operator", "system"]
+
+
+class EventPage(Model):
+    """EventPage."""
+
+    continue_: str | None = Field(default=None, alias="continue")
+    items: list[EventRead]
+
+
+class EventRead(Model):
+    """EventRead."""
+
+    action: str
+    actor: EventActor
+    data: dict[str, Any]
+    hash: str
+    id: str
+    request_id: str | None = Field(default=None, alias="requestId")
+    resource: EventResource
+    resource_version: ResourceVersions | None = Field(default=None, alias="resourceVersion")
+    source_ip: str | None = Field(default=None, alias="sourceIp")
+    status: int | None = None
+    time: str
+    type: Literal["audit", "platform"]
+
+
+class EventResource(Model):
+    """EventResource."""
+
+    kind: str
+    name: str
 
 
 class Health(Model):
@@ -615,6 +698,13 @@ class PagedListClusterRead(Model):
     items: list[ClusterRead]
 
 
+class PagedListDeliveryRead(Model):
+    """PagedList[DeliveryRead]."""
+
+    continue_: str | None = Field(default=None, alias="continue")
+    items: list[DeliveryRead]
+
+
 class PagedListMemberRead(Model):
     """PagedList[MemberRead]."""
 
@@ -634,6 +724,13 @@ class PagedListSecretRead(Model):
 
     continue_: str | None = Field(default=None, alias="continue")
     items: list[SecretRead]
+
+
+class PagedListWebhookRead(Model):
+    """PagedList[WebhookRead]."""
+
+    continue_: str | None = Field(default=None, alias="continue")
+    items: list[WebhookRead]
 
 
 class PlanRead(Model):
@@ -674,6 +771,13 @@ class ReceiptLink(Model):
     """ReceiptLink."""
 
     url: str
+
+
+class ResourceVersions(Model):
+    """ResourceVersions."""
+
+    after: str | None = None
+    before: str | None = None
 
 
 class ResourcesInput(Model):
@@ -818,6 +922,55 @@ class VersionRead(Model):
     version: str
 
 
+class WebhookCreate(Model):
+    """WebhookCreate."""
+
+    description: str | None = None
+    enabled: bool | None = None
+    events: list[str]
+    url: str
+
+
+class WebhookRead(Model):
+    """WebhookRead."""
+
+    created_at: str = Field(alias="createdAt")
+    description: str
+    disabled_reason: str | None = Field(default=None, alias="disabledReason")
+    enabled: bool
+    events: list[str]
+    failing_since: str | None = Field(default=None, alias="failingSince")
+    id: str
+    previous_secret_expires_at: str | None = Field(default=None, alias="previousSecretExpiresAt")
+    updated_at: str = Field(alias="updatedAt")
+    url: str
+
+
+class WebhookUpdate(Model):
+    """WebhookUpdate."""
+
+    description: str | None = None
+    enabled: bool | None = None
+    events: list[str] | None = None
+    url: str | None = None
+
+
+class WebhookWithSecret(Model):
+    """WebhookWithSecret."""
+
+    created_at: str = Field(alias="createdAt")
+    description: str
+    disabled_reason: str | None = Field(default=None, alias="disabledReason")
+    enabled: bool
+    events: list[str]
+    failing_since: str | None = Field(default=None, alias="failingSince")
+    id: str
+    previous_secret_expires_at: str | None = Field(default=None, alias="previousSecretExpiresAt")
+    secret: str
+    updated_at: str = Field(alias="updatedAt")
+    url: str
+
+
 MODELS: tuple[type[Model], ...] = (
     AlertingAuthorization,
     AlertingBasicAuth,
@@ -853,6 +1006,7 @@ MODELS: tuple[type[Model], ...] = (
     ApiKeyCreated,
     ApiKeyRead,
     ApiWarning,
+    Attempt,
     BillingPeriod,
     ClusterCreate,
     ClusterCredentials,
@@ -860,7 +1014,13 @@ MODELS: tuple[type[Model], ...] = (
     ClusterStatusRead,
     ClusterUpdate,
     ConnectionDetails,
+    DeliveryDetail,
+    DeliveryRead,
     ErrorEnvelope,
+    EventActor,
+    EventPage,
+    EventRead,
+    EventResource,
     Health,
     InvoiceRead,
     InvoiceStatus,
@@ -872,14 +1032,17 @@ MODELS: tuple[type[Model], ...] = (
     MeterRead,
     PagedListApiKeyRead,
     PagedListClusterRead,
+    PagedListDeliveryRead,
     PagedListMemberRead,
     PagedListPlanRead,
     PagedListSecretRead,
+    PagedListWebhookRead,
     PlanRead,
     PortalSessionRead,
     PricesRead,
     Readiness,
     ReceiptLink,
+    ResourceVersions,
     ResourcesInput,
     ResourcesRead,
     SecretCreate,
@@ -898,6 +1061,10 @@ MODELS: tuple[type[Model], ...] = (
     TimeIntervalWrite,
     VersionList,
     VersionRead,
+    WebhookCreate,
+    WebhookRead,
+    WebhookUpdate,
+    WebhookWithSecret,
 )
 SCHEMA_NAMES: dict[str, type[Model]] = {
     "AlertingAuthorization": AlertingAuthorization,
@@ -934,6 +1101,7 @@ SCHEMA_NAMES: dict[str, type[Model]] = {
     "ApiKeyCreated": ApiKeyCreated,
     "ApiKeyRead": ApiKeyRead,
     "ApiWarning": ApiWarning,
+    "Attempt": Attempt,
     "BillingPeriod": BillingPeriod,
     "ClusterCreate": ClusterCreate,
     "ClusterCredentials": ClusterCredentials,
@@ -941,7 +1109,13 @@ SCHEMA_NAMES: dict[str, type[Model]] = {
     "ClusterStatusRead": ClusterStatusRead,
     "ClusterUpdate": ClusterUpdate,
     "ConnectionDetails": ConnectionDetails,
+    "DeliveryDetail": DeliveryDetail,
+    "DeliveryRead": DeliveryRead,
     "ErrorEnvelope": ErrorEnvelope,
+    "EventActor": EventActor,
+    "EventPage": EventPage,
+    "EventRead": EventRead,
+    "EventResource": EventResource,
     "Health": Health,
     "InvoiceRead": InvoiceRead,
     "InvoiceStatus": InvoiceStatus,
@@ -953,14 +1127,17 @@ SCHEMA_NAMES: dict[str, type[Model]] = {
     "MeterRead": MeterRead,
     "PagedList_ApiKeyRead_": PagedListApiKeyRead,
     "PagedList_ClusterRead_": PagedListClusterRead,
+    "PagedList_DeliveryRead_": PagedListDeliveryRead,
     "PagedList_MemberRead_": PagedListMemberRead,
     "PagedList_PlanRead_": PagedListPlanRead,
     "PagedList_SecretRead_": PagedListSecretRead,
+    "PagedList_WebhookRead_": PagedListWebhookRead,
     "PlanRead": PlanRead,
     "PortalSessionRead": PortalSessionRead,
     "PricesRead": PricesRead,
     "Readiness": Readiness,
     "ReceiptLink": ReceiptLink,
+    "ResourceVersions": ResourceVersions,
     "ResourcesInput": ResourcesInput,
     "ResourcesRead": ResourcesRead,
     "SecretCreate": SecretCreate,
@@ -979,6 +1156,10 @@ SCHEMA_NAMES: dict[str, type[Model]] = {
     "TimeIntervalWrite": TimeIntervalWrite,
     "VersionList": VersionList,
     "VersionRead": VersionRead,
+    "WebhookCreate": WebhookCreate,
+    "WebhookRead": WebhookRead,
+    "WebhookUpdate": WebhookUpdate,
+    "WebhookWithSecret": WebhookWithSecret,
 }
 
 for _model in MODELS:

@@ -22,8 +22,10 @@ from tenantplane_client.cli.accounts import (
 from tenantplane_client.cli.alerting import alerting_app
 from tenantplane_client.cli.clusters import clusters_app, kubeconfig_command, token_command
 from tenantplane_client.cli.common import State, detailed, group, handled
+from tenantplane_client.cli.events import events_app
 from tenantplane_client.cli.output import Output, say
 from tenantplane_client.cli.secrets import secrets_app
+from tenantplane_client.cli.webhooks import webhooks_app
 
 
 def _version(value: bool) -> None:
@@ -34,7 +36,8 @@ def _version(value: bool) -> None:
 
 app = typer.Typer(
     name="tpctl",
-    help="The tenantplane API from a shell: clusters, secrets, alerting, members, keys, billing.",
+    help="The tenantplane API from a shell: clusters, secrets, alerting, members, keys, billing, "
+    "events, webhooks.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
@@ -51,6 +54,8 @@ for sub, name in (
     (tenant_app, "tenant"),
     (versions_app, "versions"),
     (plans_app, "plans"),
+    (events_app, "events"),
+    (webhooks_app, "webhooks"),
 ):
     app.add_typer(sub, name=name)
 app.command("kubeconfig")(kubeconfig_command)

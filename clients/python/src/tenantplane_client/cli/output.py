@@ -105,9 +105,11 @@ def render(value: Any, output: Output | None, columns: Sequence[str] | None = No
 
 
 # Columns another command takes as they are (an ID to get or delete, a name, an email, the
-# raw key printed once, a link to open): never cut. The others fold to make room for them.
+# raw key or signing secret printed once, a link to open, an event's action or actor to
+# filter on): never cut. The others fold to make room for them.
 WHOLE = frozenset(
-    {"id", "index", "name", "email", "key", "filename", "receiver", "url"}
+    {"id", "index", "name", "email", "key", "filename", "receiver", "url", "secret"}
+    | {"action", "actor"}
     | {"overviewURL", "updatePaymentMethodURL"}
 )
 NARROWEST = 6
