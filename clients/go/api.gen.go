@@ -1164,8 +1164,11 @@ type WebhookRead struct {
 
 	// PreviousSecretExpiresAt After a rotation: until then the secret it replaced signs too (24 h).
 	PreviousSecretExpiresAt *string `json:"previousSecretExpiresAt,omitempty"`
-	UpdatedAt               string  `json:"updatedAt"`
-	Url                     string  `json:"url"`
+
+	// ResourceVersion The version ETag and If-Match name.
+	ResourceVersion string `json:"resourceVersion"`
+	UpdatedAt       string `json:"updatedAt"`
+	Url             string `json:"url"`
 }
 
 // WebhookUpdate defines model for WebhookUpdate.
@@ -1192,6 +1195,9 @@ type WebhookWithSecret struct {
 
 	// PreviousSecretExpiresAt After a rotation: until then the secret it replaced signs too (24 h).
 	PreviousSecretExpiresAt *string `json:"previousSecretExpiresAt,omitempty"`
+
+	// ResourceVersion The version ETag and If-Match name.
+	ResourceVersion string `json:"resourceVersion"`
 
 	// Secret The signing secret (`whsec_…`), shown in this response only.
 	Secret    string `json:"secret"`
@@ -1589,10 +1595,25 @@ type ListWebhookDeliveriesParams struct {
 	Continue *string `form:"continue,omitempty" json:"continue,omitempty"`
 }
 
+// RedeliverWebhookDeliveryParams defines parameters for RedeliverWebhookDelivery.
+type RedeliverWebhookDeliveryParams struct {
+	// IdempotencyKey Makes the request safe to retry: an sf-string (`"…"`, a bare value is accepted too) of 1-255 printable ASCII characters, unique per request (a UUID). The first response is kept for 24 hours and answered again, with `Idempotent-Replayed: true`, to a repeat with the same body.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
+// PingWebhookParams defines parameters for PingWebhook.
+type PingWebhookParams struct {
+	// IdempotencyKey Makes the request safe to retry: an sf-string (`"…"`, a bare value is accepted too) of 1-255 printable ASCII characters, unique per request (a UUID). The first response is kept for 24 hours and answered again, with `Idempotent-Replayed: true`, to a repeat with the same body.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
 // RotateWebhookSecretParams defines parameters for RotateWebhookSecret.
 type RotateWebhookSecretParams struct {
 	// IfMatch The resource's ETag ("17"), its bare version (17) or *.
 	IfMatch *string `json:"If-Match,omitempty"`
+
+	// IdempotencyKey Makes the request safe to retry: an sf-string (`"…"`, a bare value is accepted too) of 1-255 printable ASCII characters, unique per request (a UUID). The first response is kept for 24 hours and answered again, with `Idempotent-Replayed: true`, to a repeat with the same body.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
 // ListVersionsParams defines parameters for ListVersions.
@@ -2329,7 +2350,7 @@ type ClientInterface interface {
 	// (`Location`). Admin.
 	//
 	// Corresponds with POST /api/v1/tenants/{tenant}/webhooks/{id}/deliveries/{delivery}/redeliver (the `RedeliverWebhookDelivery` operationId).
-	RedeliverWebhookDelivery(ctx context.Context, tenant string, id string, delivery string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RedeliverWebhookDelivery(ctx context.Context, tenant string, id string, delivery string, params *RedeliverWebhookDeliveryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PingWebhook Ping a webhook
 	//
@@ -2337,11 +2358,12 @@ type ClientInterface interface {
 	// delivery (`Location`), to follow its attempts. Admin.
 	//
 	// Corresponds with POST /api/v1/tenants/{tenant}/webhooks/{id}/ping (the `PingWebhook` operationId).
-	PingWebhook(ctx context.Context, tenant string, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PingWebhook(ctx context.Context, tenant string, id string, params *PingWebhookParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RotateWebhookSecret Rotate a webhook's signing secret
 	//
-	// The new secret is in this response only. For 24 hours the old one signs too (two
+	// The new secret is in this response only (and in its replay to a repeat under the same
+	// `Idempotency-Key`, which rotates nothing). For 24 hours the old one signs too (two
 	// signatures in `webhook-signature`). Admin.
 	//
 	// Corresponds with POST /api/v1/tenants/{tenant}/webhooks/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
@@ -3757,8 +3779,8 @@ func (c *GeneratedClient) GetWebhookDelivery(ctx context.Context, tenant string,
 // (`Location`). Admin.
 //
 // Corresponds with POST /api/v1/tenants/{tenant}/webhooks/{id}/deliveries/{delivery}/redeliver (the `RedeliverWebhookDelivery` operationId).
-func (c *GeneratedClient) RedeliverWebhookDelivery(ctx context.Context, tenant string, id string, delivery string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRedeliverWebhookDeliveryRequest(c.Server, tenant, id, delivery)
+func (c *GeneratedClient) RedeliverWebhookDelivery(ctx context.Context, tenant string, id string, delivery string, params *RedeliverWebhookDeliveryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRedeliverWebhookDeliveryRequest(c.Server, tenant, id, delivery, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3775,8 +3797,8 @@ func (c *GeneratedClient) RedeliverWebhookDelivery(ctx context.Context, tenant s
 // delivery (`Location`), to follow its attempts. Admin.
 //
 // Corresponds with POST /api/v1/tenants/{tenant}/webhooks/{id}/ping (the `PingWebhook` operationId).
-func (c *GeneratedClient) PingWebhook(ctx context.Context, tenant string, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPingWebhookRequest(c.Server, tenant, id)
+func (c *GeneratedClient) PingWebhook(ctx context.Context, tenant string, id string, params *PingWebhookParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPingWebhookRequest(c.Server, tenant, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3789,7 +3811,8 @@ func (c *GeneratedClient) PingWebhook(ctx context.Context, tenant string, id str
 
 // RotateWebhookSecret Rotate a webhook's signing secret
 //
-// The new secret is in this response only. For 24 hours the old one signs too (two
+// The new secret is in this response only (and in its replay to a repeat under the same
+// `Idempotency-Key`, which rotates nothing). For 24 hours the old one signs too (two
 // signatures in `webhook-signature`). Admin.
 //
 // Corresponds with POST /api/v1/tenants/{tenant}/webhooks/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
@@ -7640,7 +7663,7 @@ func NewGetWebhookDeliveryRequest(server string, tenant string, id string, deliv
 }
 
 // NewRedeliverWebhookDeliveryRequest constructs an http.Request for the RedeliverWebhookDelivery method
-func NewRedeliverWebhookDeliveryRequest(server string, tenant string, id string, delivery string) (*http.Request, error) {
+func NewRedeliverWebhookDeliveryRequest(server string, tenant string, id string, delivery string, params *RedeliverWebhookDeliveryParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -7684,11 +7707,26 @@ func NewRedeliverWebhookDeliveryRequest(server string, tenant string, id string,
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewPingWebhookRequest constructs an http.Request for the PingWebhook method
-func NewPingWebhookRequest(server string, tenant string, id string) (*http.Request, error) {
+func NewPingWebhookRequest(server string, tenant string, id string, params *PingWebhookParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -7723,6 +7761,21 @@ func NewPingWebhookRequest(server string, tenant string, id string) (*http.Reque
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -7777,6 +7830,17 @@ func NewRotateWebhookSecretRequest(server string, tenant string, id string, para
 			}
 
 			req.Header.Set("If-Match", headerParam0)
+		}
+
+		if params.IdempotencyKey != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam1)
 		}
 
 	}
@@ -8704,7 +8768,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/tenants/{tenant}/webhooks/{id}/deliveries/{delivery}/redeliver (the `RedeliverWebhookDelivery` operationId).
-	RedeliverWebhookDeliveryWithResponse(ctx context.Context, tenant string, id string, delivery string, reqEditors ...RequestEditorFn) (*RedeliverWebhookDeliveryResponse, error)
+	RedeliverWebhookDeliveryWithResponse(ctx context.Context, tenant string, id string, delivery string, params *RedeliverWebhookDeliveryParams, reqEditors ...RequestEditorFn) (*RedeliverWebhookDeliveryResponse, error)
 
 	// PingWebhookWithResponse Ping a webhook
 	//
@@ -8714,11 +8778,12 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/tenants/{tenant}/webhooks/{id}/ping (the `PingWebhook` operationId).
-	PingWebhookWithResponse(ctx context.Context, tenant string, id string, reqEditors ...RequestEditorFn) (*PingWebhookResponse, error)
+	PingWebhookWithResponse(ctx context.Context, tenant string, id string, params *PingWebhookParams, reqEditors ...RequestEditorFn) (*PingWebhookResponse, error)
 
 	// RotateWebhookSecretWithResponse Rotate a webhook's signing secret
 	//
-	// The new secret is in this response only. For 24 hours the old one signs too (two
+	// The new secret is in this response only (and in its replay to a repeat under the same
+	// `Idempotency-Key`, which rotates nothing). For 24 hours the old one signs too (two
 	// signatures in `webhook-signature`). Admin.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -20647,6 +20712,13 @@ type RedeliverWebhookDeliveryResponse409Headers struct {
 	RateLimitReset     *int
 }
 
+// RedeliverWebhookDeliveryResponse422Headers the declared response headers of an HTTP 422 response for RedeliverWebhookDelivery
+type RedeliverWebhookDeliveryResponse422Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // RedeliverWebhookDeliveryResponse429Headers the declared response headers of an HTTP 429 response for RedeliverWebhookDelivery
 type RedeliverWebhookDeliveryResponse429Headers struct {
 	RateLimitLimit     *int
@@ -20686,6 +20758,8 @@ type RedeliverWebhookDeliveryResponse struct {
 	JSON405 *ErrorEnvelope
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *ErrorEnvelope
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ErrorEnvelope
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorEnvelope
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -20706,6 +20780,8 @@ type RedeliverWebhookDeliveryResponse struct {
 	Headers405 *RedeliverWebhookDeliveryResponse405Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *RedeliverWebhookDeliveryResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *RedeliverWebhookDeliveryResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *RedeliverWebhookDeliveryResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -20747,6 +20823,11 @@ func (r RedeliverWebhookDeliveryResponse) GetJSON405() *ErrorEnvelope {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r RedeliverWebhookDeliveryResponse) GetJSON409() *ErrorEnvelope {
 	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r RedeliverWebhookDeliveryResponse) GetJSON422() *ErrorEnvelope {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -20844,6 +20925,13 @@ type PingWebhookResponse409Headers struct {
 	RateLimitReset     *int
 }
 
+// PingWebhookResponse422Headers the declared response headers of an HTTP 422 response for PingWebhook
+type PingWebhookResponse422Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // PingWebhookResponse429Headers the declared response headers of an HTTP 429 response for PingWebhook
 type PingWebhookResponse429Headers struct {
 	RateLimitLimit     *int
@@ -20883,6 +20971,8 @@ type PingWebhookResponse struct {
 	JSON405 *ErrorEnvelope
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *ErrorEnvelope
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ErrorEnvelope
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorEnvelope
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -20903,6 +20993,8 @@ type PingWebhookResponse struct {
 	Headers405 *PingWebhookResponse405Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *PingWebhookResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *PingWebhookResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PingWebhookResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -20944,6 +21036,11 @@ func (r PingWebhookResponse) GetJSON405() *ErrorEnvelope {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r PingWebhookResponse) GetJSON409() *ErrorEnvelope {
 	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PingWebhookResponse) GetJSON422() *ErrorEnvelope {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -21033,8 +21130,22 @@ type RotateWebhookSecretResponse405Headers struct {
 	RateLimitReset     *int
 }
 
+// RotateWebhookSecretResponse409Headers the declared response headers of an HTTP 409 response for RotateWebhookSecret
+type RotateWebhookSecretResponse409Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
 // RotateWebhookSecretResponse412Headers the declared response headers of an HTTP 412 response for RotateWebhookSecret
 type RotateWebhookSecretResponse412Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
+// RotateWebhookSecretResponse422Headers the declared response headers of an HTTP 422 response for RotateWebhookSecret
+type RotateWebhookSecretResponse422Headers struct {
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -21077,8 +21188,12 @@ type RotateWebhookSecretResponse struct {
 	JSON404 *ErrorEnvelope
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *ErrorEnvelope
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorEnvelope
 	// JSON412 the response for an HTTP 412 `application/json` response
 	JSON412 *ErrorEnvelope
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ErrorEnvelope
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorEnvelope
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -21097,8 +21212,12 @@ type RotateWebhookSecretResponse struct {
 	Headers404 *RotateWebhookSecretResponse404Headers
 	// Headers405 the parsed response headers for an HTTP 405 response
 	Headers405 *RotateWebhookSecretResponse405Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RotateWebhookSecretResponse409Headers
 	// Headers412 the parsed response headers for an HTTP 412 response
 	Headers412 *RotateWebhookSecretResponse412Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *RotateWebhookSecretResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *RotateWebhookSecretResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -21137,9 +21256,19 @@ func (r RotateWebhookSecretResponse) GetJSON405() *ErrorEnvelope {
 	return r.JSON405
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RotateWebhookSecretResponse) GetJSON409() *ErrorEnvelope {
+	return r.JSON409
+}
+
 // GetJSON412 returns the response for an HTTP 412 `application/json` response
 func (r RotateWebhookSecretResponse) GetJSON412() *ErrorEnvelope {
 	return r.JSON412
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r RotateWebhookSecretResponse) GetJSON422() *ErrorEnvelope {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -22849,8 +22978,8 @@ func (c *ClientWithResponses) GetWebhookDeliveryWithResponse(ctx context.Context
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/v1/tenants/{tenant}/webhooks/{id}/deliveries/{delivery}/redeliver (the `RedeliverWebhookDelivery` operationId).
-func (c *ClientWithResponses) RedeliverWebhookDeliveryWithResponse(ctx context.Context, tenant string, id string, delivery string, reqEditors ...RequestEditorFn) (*RedeliverWebhookDeliveryResponse, error) {
-	rsp, err := c.RedeliverWebhookDelivery(ctx, tenant, id, delivery, reqEditors...)
+func (c *ClientWithResponses) RedeliverWebhookDeliveryWithResponse(ctx context.Context, tenant string, id string, delivery string, params *RedeliverWebhookDeliveryParams, reqEditors ...RequestEditorFn) (*RedeliverWebhookDeliveryResponse, error) {
+	rsp, err := c.RedeliverWebhookDelivery(ctx, tenant, id, delivery, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -22865,8 +22994,8 @@ func (c *ClientWithResponses) RedeliverWebhookDeliveryWithResponse(ctx context.C
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/v1/tenants/{tenant}/webhooks/{id}/ping (the `PingWebhook` operationId).
-func (c *ClientWithResponses) PingWebhookWithResponse(ctx context.Context, tenant string, id string, reqEditors ...RequestEditorFn) (*PingWebhookResponse, error) {
-	rsp, err := c.PingWebhook(ctx, tenant, id, reqEditors...)
+func (c *ClientWithResponses) PingWebhookWithResponse(ctx context.Context, tenant string, id string, params *PingWebhookParams, reqEditors ...RequestEditorFn) (*PingWebhookResponse, error) {
+	rsp, err := c.PingWebhook(ctx, tenant, id, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -22875,7 +23004,8 @@ func (c *ClientWithResponses) PingWebhookWithResponse(ctx context.Context, tenan
 
 // RotateWebhookSecretWithResponse Rotate a webhook's signing secret
 //
-// The new secret is in this response only. For 24 hours the old one signs too (two
+// The new secret is in this response only (and in its replay to a repeat under the same
+// `Idempotency-Key`, which rotates nothing). For 24 hours the old one signs too (two
 // signatures in `webhook-signature`). Admin.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -44400,6 +44530,13 @@ func ParseRedeliverWebhookDeliveryResponse(rsp *http.Response) (*RedeliverWebhoo
 		}
 		response.JSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ErrorEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorEnvelope
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -44606,6 +44743,30 @@ func ParseRedeliverWebhookDeliveryResponse(rsp *http.Response) (*RedeliverWebhoo
 			headers.RateLimitReset = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers RedeliverWebhookDeliveryResponse422Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers422 = &headers
 	case rsp.StatusCode == 429:
 		var headers RedeliverWebhookDeliveryResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -44752,6 +44913,13 @@ func ParsePingWebhookResponse(rsp *http.Response) (*PingWebhookResponse, error) 
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ErrorEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorEnvelope
@@ -44959,6 +45127,30 @@ func ParsePingWebhookResponse(rsp *http.Response) (*PingWebhookResponse, error) 
 			headers.RateLimitReset = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers PingWebhookResponse422Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers422 = &headers
 	case rsp.StatusCode == 429:
 		var headers PingWebhookResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -45099,12 +45291,26 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 		}
 		response.JSON405 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
 		var dest ErrorEnvelope
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ErrorEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorEnvelope
@@ -45281,6 +45487,30 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 			headers.RateLimitReset = &value
 		}
 		response.Headers405 = &headers
+	case rsp.StatusCode == 409:
+		var headers RotateWebhookSecretResponse409Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 412:
 		var headers RotateWebhookSecretResponse412Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -45305,6 +45535,30 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 			headers.RateLimitReset = &value
 		}
 		response.Headers412 = &headers
+	case rsp.StatusCode == 422:
+		var headers RotateWebhookSecretResponse422Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers422 = &headers
 	case rsp.StatusCode == 429:
 		var headers RotateWebhookSecretResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {

@@ -12,7 +12,7 @@ from typing import TypeVar
 
 import pytest
 
-from tenantplane_client import ApiError, AsyncTenantplane, ConnectionFailed, Tenantplane, models
+from tenantplane_client import ApiError, AsyncTenantplane, Tenantplane, models
 from tests.clients.conftest import Tenant
 from tests.clients.proxy import Fault, Proxy
 from tests.clients.test_sdk import FAST
@@ -221,25 +221,26 @@ async def test_webhooks_deliver_signed_messages_to_a_receiver(
         assert gone.value.status == 404
 
 
-def test_a_rotation_whose_answer_was_lost_is_not_sent_again(
+def test_a_rotation_or_ping_whose_answer_was_lost_is_replayed(
     tenant: Tenant, proxy: tuple[Proxy, str]
 ) -> None:
-    """The server does not replay rotate-secret by its key: a repeat would rotate again, and
-    the secret the receivers hold would stop signing at once. So it is sent once; a ping
-    (a repeat only sends one more message) is retried as every POST is."""
+    """Rotate-secret and ping are retried under their Idempotency-Key, as every POST is: the
+    server answers the repeat with the first answer, so the secret the caller learns is the
+    one that signs, the webhook rotated once, and one ping was sent."""
     fake, url = proxy
     with Tenantplane(url, tenant.name, tenant.key, retry=FAST) as api:
         hook = api.webhooks.create(
             {"url": "https://hooks.example.invalid/x", "events": ["invoice.past_due"]}
         )
         fake.inject(Fault(drop_after_forward=True, method="POST"))
-        with pytest.raises(ConnectionFailed):
-            api.webhooks.rotate_secret(hook.id)
-        assert api.webhooks.get(hook.id).previous_secret_expires_at is not None  # it did
+        rotated = api.webhooks.rotate_secret(hook.id)
+        assert rotated.secret.startswith("whsec_")
+        assert api.webhooks.get(hook.id).resource_version == "2"  # rotated once
         fake.inject(Fault(drop_after_forward=True, method="POST"))
         assert api.webhooks.ping(hook.id).event_type == "webhook.ping"
+        assert len(api.webhooks.list_deliveries(hook.id)) == 1
     rotations = [seen for seen in fake.seen if seen.path.endswith("/rotate-secret")]
-    assert [seen.status for seen in rotations] == [None]
-    assert "Idempotency-Key" not in rotations[0].headers
+    assert [seen.status for seen in rotations] == [None, 200]
+    assert rotations[0].headers["Idempotency-Key"] == rotations[1].headers["Idempotency-Key"]
     pings = [seen for seen in fake.seen if seen.path.endswith("/ping")]
     assert [seen.status for seen in pings] == [None, 202]

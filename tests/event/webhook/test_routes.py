@@ -200,6 +200,35 @@ async def test_rotation_shows_a_new_secret_once(
     assert stale.status_code == 412
 
 
+async def test_a_repeat_under_its_idempotency_key_is_answered_and_changes_nothing(
+    client: httpx.AsyncClient, factory: Factory
+) -> None:
+    """Rotate, ping and redeliver are safe to retry: a repeat under the same key gets the
+    first answer (the same new secret, the same delivery) and rotates or sends nothing."""
+    tenant = await factory.tenant()
+    # Subscribed to nothing the test writes: its deliveries are the pings' only.
+    created = await create_webhook(client, tenant, HOOK, ["invoice.past_due"])
+    path = f"{tenant.path}/webhooks/{created['id']}"
+
+    async def twice(suffix: str, key: str) -> tuple[httpx.Response, httpx.Response]:
+        headers = {**bearer(tenant.admin_key), "Idempotency-Key": key}
+        first = await client.post(f"{path}{suffix}", headers=headers)
+        repeat = await client.post(f"{path}{suffix}", headers=headers)
+        assert first.status_code < 300, first.text
+        assert repeat.headers["Idempotent-Replayed"] == "true"
+        assert (repeat.status_code, repeat.json()) == (first.status_code, first.json())
+        return first, repeat
+
+    rotated, _ = await twice("/rotate-secret", "rotate-1")
+    read = await client.get(path, headers=bearer(tenant.admin_key))
+    assert read.headers["etag"] == rotated.headers["etag"] == '"2"'  # rotated once
+    pinged, _ = await twice("/ping", "ping-1")
+    delivery = pinged.json()["id"]
+    await twice(f"/deliveries/{delivery}/redeliver", "redeliver-1")
+    listed = await client.get(f"{path}/deliveries", headers=bearer(tenant.admin_key))
+    assert len(listed.json()["items"]) == 2  # the ping's and one redelivery
+
+
 async def test_a_tenant_has_at_most_the_limit_of_webhooks(
     client: httpx.AsyncClient, factory: Factory
 ) -> None:

@@ -136,13 +136,10 @@ class AsyncTenantplane:
         body: Body = None,
         headers: Mapping[str, str] | None = None,
         idempotency_key: str | None = None,
-        replayable: bool = True,
     ) -> httpx.Response:
-        """One API call with the retry rules applied; raises ApiError for an error answer.
-        ``replayable=False``: a POST the server does not replay by its Idempotency-Key, which
-        a repeat would do again: sent once, without a key."""
+        """One API call with the retry rules applied; raises ApiError for an error answer."""
         sent = dict(headers or {})
-        if method == "POST" and self.idempotency_keys and replayable:
+        if method == "POST" and self.idempotency_keys:
             sent["Idempotency-Key"] = f'"{idempotency_key or uuid.uuid4()}"'
         may_retry = retry_safe(method, sent)
         attempt = 0
@@ -172,11 +169,8 @@ class AsyncTenantplane:
         *,
         body: Body = None,
         headers: Mapping[str, str] | None = None,
-        replayable: bool = True,
     ) -> Any:
-        response = await self.request(
-            method, path, body=body, headers=headers, replayable=replayable
-        )
+        response = await self.request(method, path, body=body, headers=headers)
         if model is None or not response.content:
             return None
         return TypeAdapter(model).validate_python(response.json())

@@ -166,17 +166,15 @@ class Webhooks(_Api):
         self.client.request("DELETE", self.item(webhook_id), headers=headers)
 
     def rotate_secret(self, webhook_id: str, *, if_match: str | None = None) -> m.WebhookWithSecret:
-        """A new signing secret, shown this once; the old one signs too for 24 hours. Sent
-        once, never retried: a repeat would rotate again, and the secret receivers hold would
-        stop signing at once (after ConnectionFailed, read the webhook: a
-        ``previous_secret_expires_at`` 24 hours ahead says it rotated)."""
+        """A new signing secret, shown this once; the old one signs too for 24 hours. Retried
+        under its Idempotency-Key as every POST: the server answers a repeat with the first
+        answer (the same secret) and rotates nothing more."""
         headers = {"If-Match": if_match} if if_match else None
         result: m.WebhookWithSecret = self.client.call(
             m.WebhookWithSecret,
             "POST",
             f"{self.item(webhook_id)}/rotate-secret",
             headers=headers,
-            replayable=False,
         )
         return result
 

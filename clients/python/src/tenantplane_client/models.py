@@ -942,6 +942,7 @@ class WebhookRead(Model):
     failing_since: str | None = Field(default=None, alias="failingSince")
     id: str
     previous_secret_expires_at: str | None = Field(default=None, alias="previousSecretExpiresAt")
+    resource_version: str = Field(alias="resourceVersion")
     updated_at: str = Field(alias="updatedAt")
     url: str
 
@@ -966,6 +967,7 @@ class WebhookWithSecret(Model):
     failing_since: str | None = Field(default=None, alias="failingSince")
     id: str
     previous_secret_expires_at: str | None = Field(default=None, alias="previousSecretExpiresAt")
+    resource_version: str = Field(alias="resourceVersion")
     secret: str
     updated_at: str = Field(alias="updatedAt")
     url: str

@@ -179,10 +179,13 @@ async def delete_webhook(
 
 
 @router.post(
-    "/{id}/rotate-secret", response_model_exclude_none=True, responses=error_responses(404, 412)
+    "/{id}/rotate-secret",
+    response_model_exclude_none=True,
+    responses={**IDEMPOTENCY_RESPONSES, **error_responses(404, 412)},
 )
 async def rotate_webhook_secret(
     principal: TenantAdmin,
+    _: Idempotent,
     webhook_id: WebhookId,
     session: SessionDep,
     request: Request,
@@ -191,7 +194,8 @@ async def rotate_webhook_secret(
 ) -> WebhookWithSecret:
     """Rotate a webhook's signing secret.
 
-    The new secret is in this response only. For 24 hours the old one signs too (two
+    The new secret is in this response only (and in its replay to a repeat under the same
+    `Idempotency-Key`, which rotates nothing). For 24 hours the old one signs too (two
     signatures in `webhook-signature`). Admin.
     """
     rotated = await service.rotate_secret(
@@ -205,10 +209,11 @@ async def rotate_webhook_secret(
     "/{id}/ping",
     status_code=status.HTTP_202_ACCEPTED,
     response_model_exclude_none=True,
-    responses={**ACCEPTED, **error_responses(404, 409)},
+    responses={**ACCEPTED, **IDEMPOTENCY_RESPONSES, **error_responses(404, 409)},
 )
 async def ping_webhook(
     principal: TenantAdmin,
+    _: Idempotent,
     webhook_id: WebhookId,
     session: SessionDep,
     request: Request,
@@ -261,10 +266,11 @@ async def get_webhook_delivery(
     "/{id}/deliveries/{delivery}/redeliver",
     status_code=status.HTTP_202_ACCEPTED,
     response_model_exclude_none=True,
-    responses={**ACCEPTED, **error_responses(404, 409)},
+    responses={**ACCEPTED, **IDEMPOTENCY_RESPONSES, **error_responses(404, 409)},
 )
 async def redeliver_webhook_delivery(
     principal: TenantAdmin,
+    _: Idempotent,
     webhook_id: WebhookId,
     delivery: DeliveryId,
     session: SessionDep,

@@ -93,6 +93,7 @@ class WebhookRead(OutputModel):
     )
     created_at: UtcDateTime
     updated_at: UtcDateTime
+    resource_version: str = Field(description="The version ETag and If-Match name.")
 
     @classmethod
     def of(cls, webhook: Webhook) -> WebhookRead:
@@ -107,6 +108,7 @@ class WebhookRead(OutputModel):
             previous_secret_expires_at=webhook.previous_secret_expires_at,
             created_at=webhook.created_at,
             updated_at=webhook.updated_at,
+            resource_version=str(webhook.resource_version),
         )
 
 
