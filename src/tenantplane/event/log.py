@@ -3,9 +3,11 @@
 An event is written by the transaction that makes the change it records, so one never
 commits without the other. The append locks the tenant's chain head (``event_chains``) until
 that transaction ends: a tenant's events take their positions one transaction at a time, and
-positions commit in order, without gaps. The lock is the last one a transaction takes (the
-append comes just before the commit), so its holder never waits for another lock while
-holding it.
+positions commit in order, without gaps. The append comes last in its transaction (just
+before the commit), so the head is the last lock it takes but one: the tenant's webhook rows,
+made due for their dispatcher, which every other writer of those rows locks only after the
+head (event/webhook/repository.py, ``lock_chain``, ``head_shared``). No two transactions
+can wait for each other in a cycle.
 """
 
 from __future__ import annotations
