@@ -22,6 +22,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tenantplane.apikey.cache import CachedKey, KeyCache
 from tenantplane.apikey.repository import ApiKeyRepository, find_credential
 from tenantplane.apikey.tokens import candidate_hashes, hash_key, looks_like_key
+from tenantplane.console.service import session_identity
+from tenantplane.console.tokens import is_session_token
 from tenantplane.db.engine import Database
 from tenantplane.db.reads import Reads
 from tenantplane.db.session import SessionDep, get_database
@@ -147,8 +149,20 @@ async def _api_key_identity(request: Request, raw_key: str) -> Identity:
     return found.value
 
 
+async def _console_identity(request: Request, token: str) -> Identity:
+    """A console session acts as the member who signed in, or as the API key it signed in
+    with (checked as any presented key: revoked or expired, the session is refused)."""
+    state = request.app.state
+    found = await session_identity(state.database, state.settings, state.keys, token)
+    if found.api_key is not None:
+        return await _api_key_identity(request, found.api_key)
+    return Identity(email=found.email)
+
+
 async def authenticate(request: Request) -> Identity:
     token = bearer_token(request)
+    if is_session_token(token):
+        return await _console_identity(request, token)
     if looks_like_key(token):
         return await _api_key_identity(request, token)
     verifier: TokenVerifier | None = request.app.state.token_verifier

@@ -22,6 +22,7 @@ from tenantplane.cluster.review_routes import router as cluster_review_router
 from tenantplane.cluster.routes import router as cluster_router
 from tenantplane.cluster.routes import versions_router as cluster_versions_router
 from tenantplane.config import Settings
+from tenantplane.console.routes import install_console
 from tenantplane.db.engine import Database
 from tenantplane.event.actions import check_every_write_audited
 from tenantplane.event.routes import router as event_router
@@ -163,6 +164,8 @@ def create_app(
     app.include_router(ops.router)
     include_api(app)
     check_every_write_audited(api_routes(app.routes))
+    if settings.console:
+        install_console(app)
 
     # Added innermost first: security headers and request ids wrap everything, proxies are
     # resolved before the rate limiter reads the client address. A 304 is made innermost,
@@ -176,7 +179,9 @@ def create_app(
         webhook_prefixes=(API_PREFIX + "/webhooks/",),
     )
     app.add_middleware(TrustedProxyHeadersMiddleware, trusted_hosts=settings.trusted_proxies)
-    app.add_middleware(RequestBodyMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        RequestBodyMiddleware, max_bytes=settings.max_body_bytes, form_prefixes=("/console/",)
+    )
     app.add_middleware(
         ObservabilityMiddleware,
         metrics=HttpMetrics(app.state.metrics_registry),

@@ -41,6 +41,7 @@ from tenantplane.cli_support import (
 )
 from tenantplane.cluster.cli import simulator_app
 from tenantplane.config import Settings
+from tenantplane.console.cli import console_login
 from tenantplane.db.migrate import MigrationRefused, upgrade
 from tenantplane.db.urls import display_url
 from tenantplane.doctor import Finding, diagnose
@@ -74,6 +75,7 @@ app.add_typer(billing_cli.billing_app, name="billing")
 app.add_typer(events_app, name="events")
 keys_app = typer.Typer(help="The secret key and the keys derived from it.", no_args_is_help=True)
 app.add_typer(keys_app, name="keys")
+app.command("console-login")(console_login)
 tenant_app.command("cancel")(billing_cli.tenant_cancel)
 tenant_app.command("credit")(billing_cli.tenant_credit)
 

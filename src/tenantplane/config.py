@@ -104,6 +104,20 @@ class Settings(BaseSettings):
     oidc_jwks_min_refresh_seconds: int = 60
     oidc_http_timeout_seconds: float = 5.0
 
+    # The web console (docs/console.md) under /console/. Members sign in through the OIDC
+    # issuer above (authorization code flow with PKCE) as the client OIDC_AUDIENCE names (its
+    # ID tokens are the API's); the client secret only for a provider that requires one.
+    # PUBLIC_URL: how browsers reach the service (the OIDC redirect URI, the links
+    # `console-login` prints); the request's own origin when unset.
+    console: bool = True
+    console_oidc_client_secret: SecretStr | None = None
+    public_url: str | None = None
+    # A console session ends after this long without a request, and this long after sign-in
+    # whatever happens; sign-in links printed by `console-login` are good for one use.
+    console_idle_timeout_minutes: int = Field(default=30, gt=0)
+    console_session_hours: int = Field(default=12, gt=0)
+    console_sign_in_link_minutes: int = Field(default=15, gt=0)
+
     orchestrator: Literal["simulator", "kubernetes"] = "simulator"
     simulator_step_seconds: float = 3.0
     # kubernetes (docs/kubernetes.md): the host cluster from a kubeconfig file (and context),

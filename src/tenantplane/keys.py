@@ -44,6 +44,7 @@ class Purpose(enum.Enum):
     cluster_tokens = b"tenantplane/v1/cluster-tokens"
     token_webhook = b"tenantplane/v1/token-webhook"
     list_continue = b"tenantplane/v1/list-continue"
+    console_csrf = b"tenantplane/v1/console-csrf"
 
 
 def _hkdf(secret: bytes, info: bytes) -> bytes:

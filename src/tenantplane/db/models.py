@@ -12,6 +12,7 @@ from tenantplane.billing.models import (
     ProviderEvent,
 )
 from tenantplane.cluster.models import Cluster, ClusterHistory
+from tenantplane.console.models import ConsoleSession, ConsoleSignIn
 from tenantplane.db.base import Base
 from tenantplane.event.models import Event, EventChain
 from tenantplane.event.webhook.models import Webhook, WebhookDelivery
@@ -32,6 +33,8 @@ __all__ = [
     "ChargeAttempt",
     "Cluster",
     "ClusterHistory",
+    "ConsoleSession",
+    "ConsoleSignIn",
     "CreditEntry",
     "Event",
     "EventChain",

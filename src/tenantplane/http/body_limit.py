@@ -54,10 +54,25 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replayed
 
 
+FORM = "application/x-www-form-urlencoded"
+
+
+def _is_form(content_type: str) -> bool:
+    return content_type.split(";", 1)[0].strip().lower() == FORM
+
+
+def _unsupported(message: str) -> ApiError:
+    return ApiError(415, message, code="UNSUPPORTED_MEDIA_TYPE")
+
+
 class RequestBodyMiddleware:
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    """Bodies at most ``max_bytes``, and JSON; under ``form_prefixes`` (the console's pages),
+    urlencoded forms instead."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int, form_prefixes: tuple[str, ...] = ()) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.form_prefixes = form_prefixes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] not in _BODY_METHODS:
@@ -70,12 +85,13 @@ class RequestBodyMiddleware:
             return
         content_type = headers.get(b"content-type", b"").decode("latin-1")
         has_body = (declared.isdigit() and int(declared) > 0) or b"transfer-encoding" in headers
-        if has_body and content_type and not _is_json(content_type):
-            error = ApiError(
-                415,
-                "request body must be JSON (Content-Type: application/json)",
-                code="UNSUPPORTED_MEDIA_TYPE",
-            )
+        form = scope["path"].startswith(self.form_prefixes)
+        accepted = _is_form if form else _is_json
+        if has_body and content_type and not accepted(content_type):
+            if form:
+                await _unsupported(f"a form's body must be {FORM}").response()(scope, receive, send)
+                return
+            error = _unsupported("request body must be JSON (Content-Type: application/json)")
             await error.response()(scope, receive, send)
             return
         # Read in full (it is at most max_bytes) so that it is checked once, here, for
@@ -84,7 +100,7 @@ class RequestBodyMiddleware:
         if body is None:
             await _too_large(self.max_bytes).response()(scope, receive, send)
             return
-        problem = check_json_body(body) if body else None
+        problem = check_json_body(body) if body and not form else None
         if problem is not None:
             await problem.response()(scope, receive, send)
             return

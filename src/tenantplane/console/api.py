@@ -1,0 +1,97 @@
+"""The console's way to its data: the public API, called in-process as the browser's session.
+
+Every read and write goes through the API's own routes (authentication, access checks, rate
+limits by the browser's address, audit events), so the console can never do more than the
+API allows its user. The call stays inside the process (an ASGI transport, no socket).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from fastapi import Request
+
+from tenantplane.http.openapi import API_PREFIX
+
+
+@dataclass(frozen=True)
+class ApiAnswer:
+    status: int
+    body: Any
+    headers: httpx.Headers = field(default_factory=httpx.Headers)
+
+    @property
+    def ok(self) -> bool:
+        return self.status < 400
+
+    @property
+    def error(self) -> str:
+        """The envelope's message (structured errors: message, else error)."""
+        if isinstance(self.body, dict):
+            return str(self.body.get("message") or self.body.get("error") or "")
+        return f"the API answered {self.status}"
+
+    @property
+    def field(self) -> str | None:
+        """The field a validation error names (the envelope's ``field``)."""
+        if isinstance(self.body, dict) and isinstance(self.body.get("field"), str):
+            return str(self.body["field"])
+        return None
+
+    @property
+    def code(self) -> str | None:
+        if isinstance(self.body, dict) and isinstance(self.body.get("code"), str):
+            return str(self.body["code"])
+        return None
+
+
+class ConsoleApi:
+    """The API as the session presenting ``credential`` sees it."""
+
+    def __init__(self, request: Request, credential: str) -> None:
+        client = request.client
+        transport = httpx.ASGITransport(
+            app=request.app,
+            # The browser's address: rate limits and audit events name it, not loopback.
+            client=(client.host, client.port) if client else ("127.0.0.1", 0),
+        )
+        headers = {"Authorization": f"Bearer {credential}"}
+        request_id = request.headers.get("x-request-id")
+        if request_id:
+            headers["X-Request-Id"] = request_id
+        self._client = httpx.AsyncClient(
+            transport=transport,
+            base_url=f"http://{request.url.netloc}{API_PREFIX}",
+            headers=headers,
+        )
+
+    async def __aenter__(self) -> ConsoleApi:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self._client.aclose()
+
+    async def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> ApiAnswer:
+        response = await self._client.request(
+            method, path, json=json, params=params, headers=headers
+        )
+        body: Any = None
+        if response.content:
+            try:
+                body = response.json()
+            except ValueError:
+                body = response.text
+        return ApiAnswer(response.status_code, body, response.headers)
+
+    async def get(self, path: str, params: dict[str, str] | None = None) -> ApiAnswer:
+        return await self.call("GET", path, params=params)

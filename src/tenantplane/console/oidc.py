@@ -1,0 +1,104 @@
+"""Members' sign-in: the OpenID Connect authorization code flow with PKCE (RFC 7636, S256).
+
+The ID token the provider returns is verified by the API's own verifier (signature, issuer,
+audience, expiry: docs/oidc.md), then its nonce against the one this sign-in sent. The token
+exchange is one form POST; it is written here rather than through an OAuth client library
+because the usual one refuses plain-HTTP issuers unless a process-wide environment switch is
+set, and loopback issuers (tests, a local provider) are plain HTTP.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import secrets
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+import httpx
+import jwt
+
+from tenantplane.config import Settings
+from tenantplane.http.errors import Unauthenticated
+
+
+@dataclass(frozen=True)
+class AuthorizationRequest:
+    nonce: str
+    code_verifier: str
+
+    @classmethod
+    def new(cls) -> AuthorizationRequest:
+        return cls(nonce=secrets.token_urlsafe(24), code_verifier=secrets.token_urlsafe(64))
+
+    @property
+    def code_challenge(self) -> str:
+        digest = hashlib.sha256(self.code_verifier.encode()).digest()
+        return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+class OidcClient:
+    """The console as a client of the configured issuer."""
+
+    def __init__(self, settings: Settings) -> None:
+        assert settings.oidc_issuer is not None
+        assert settings.oidc_audience is not None
+        self.issuer = settings.oidc_issuer.rstrip("/")
+        self.client_id = settings.oidc_audience
+        secret = settings.console_oidc_client_secret
+        self.client_secret = secret.get_secret_value() if secret else None
+        self.timeout = settings.oidc_http_timeout_seconds
+
+    async def _metadata(self, http: httpx.AsyncClient) -> dict[str, Any]:
+        answer = await http.get(f"{self.issuer}/.well-known/openid-configuration")
+        answer.raise_for_status()
+        metadata: dict[str, Any] = answer.json()
+        return metadata
+
+    async def authorization_url(
+        self, request: AuthorizationRequest, state: str, redirect_uri: str
+    ) -> str:
+        async with httpx.AsyncClient(timeout=self.timeout) as http:
+            endpoint = (await self._metadata(http))["authorization_endpoint"]
+        query = urlencode(
+            {
+                "response_type": "code",
+                "client_id": self.client_id,
+                "redirect_uri": redirect_uri,
+                "scope": "openid email",
+                "state": state,
+                "nonce": request.nonce,
+                "code_challenge": request.code_challenge,
+                "code_challenge_method": "S256",
+            }
+        )
+        return f"{endpoint}?{query}"
+
+    async def exchange(self, code: str, code_verifier: str, redirect_uri: str) -> str:
+        """The ID token the code is exchanged for."""
+        form = {
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": redirect_uri,
+            "client_id": self.client_id,
+            "code_verifier": code_verifier,
+        }
+        if self.client_secret is not None:
+            form["client_secret"] = self.client_secret
+        async with httpx.AsyncClient(timeout=self.timeout) as http:
+            endpoint = (await self._metadata(http))["token_endpoint"]
+            answer = await http.post(endpoint, data=form)
+        if answer.status_code != 200:
+            raise Unauthenticated("the identity provider refused the sign-in")
+        token = answer.json().get("id_token")
+        if not isinstance(token, str):
+            raise Unauthenticated("the identity provider returned no ID token")
+        return token
+
+
+def nonce_of(id_token: str) -> str | None:
+    """The nonce claim of an ID token already verified (signature, issuer, audience)."""
+    claims = jwt.decode(id_token, options={"verify_signature": False})
+    nonce = claims.get("nonce")
+    return nonce if isinstance(nonce, str) else None

@@ -1,0 +1,47 @@
+"""The console's routes, its static files and the answers to its two control-flow signals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlencode
+
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+
+from tenantplane.console.pages import PAGE_ROUTERS
+from tenantplane.console.sign_in import router as sign_in_router
+from tenantplane.console.web import PAGE_HEADERS, CsrfRefused, SignInRequired, render
+
+STATIC = Path(__file__).parent / "static"
+
+
+async def _sign_in_required(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, SignInRequired)
+    # A live region's poll gets a plain 401 (the page reloads into the sign-in page).
+    if request.headers.get("x-console-fragment"):
+        return Response(status_code=401, headers=PAGE_HEADERS)
+    query = {key: value for key, value in (("tenant", exc.tenant), ("error", exc.message)) if value}
+    target = "/console/sign-in" + (f"?{urlencode(query)}" if query else "")
+    return RedirectResponse(target, status_code=303, headers=PAGE_HEADERS)
+
+
+async def _csrf_refused(request: Request, _: Exception) -> HTMLResponse:
+    return render(
+        request,
+        "message.html",
+        status=403,
+        heading="Refused",
+        message="This form is missing its security token (CSRF). Reload the page and try again.",
+        viewer=None,
+        back=None,
+    )
+
+
+def install_console(app: FastAPI) -> None:
+    app.include_router(sign_in_router)
+    for router in PAGE_ROUTERS:
+        app.include_router(router)
+    app.mount("/console/static", StaticFiles(directory=STATIC), name="console-static")
+    app.add_exception_handler(SignInRequired, _sign_in_required)
+    app.add_exception_handler(CsrfRefused, _csrf_refused)
