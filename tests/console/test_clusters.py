@@ -38,7 +38,8 @@ async def test_the_apis_refusal_is_shown_at_its_field(app: FastAPI, factory: Fac
         refused = await console.post("clusters", {"name": "Not A Name"})
         assert refused.status_code == 400
         error = re.search(r'<p class="field-error" id="f-name-error">([^<]+)</p>', refused.text)
-        assert error is not None and "DNS-safe" in error.group(1)
+        assert error is not None
+        assert "DNS-safe" in error.group(1)
         assert 'aria-invalid="true"' in refused.text
         listed = await console.get("clusters/rows")
         assert "data-cluster" not in listed.text
