@@ -22,7 +22,7 @@ from tenantplane.cluster.review_routes import router as cluster_review_router
 from tenantplane.cluster.routes import router as cluster_router
 from tenantplane.cluster.routes import versions_router as cluster_versions_router
 from tenantplane.config import Settings
-from tenantplane.console.routes import install_console
+from tenantplane.console.routes import CONSOLE_STATIC_PREFIX, install_console
 from tenantplane.db.engine import Database
 from tenantplane.event.actions import check_every_write_audited
 from tenantplane.event.routes import router as event_router
@@ -39,7 +39,11 @@ from tenantplane.http.ratelimit import RateLimiter, RateLimitMiddleware
 from tenantplane.http.ratelimit_store import StoreGuard
 from tenantplane.http.request_id import RequestIdMiddleware
 from tenantplane.http.route_index import api_routes
-from tenantplane.http.security_headers import SecurityHeadersMiddleware, security_headers
+from tenantplane.http.security_headers import (
+    STATIC_DOCS_PREFIX,
+    SecurityHeadersMiddleware,
+    security_headers,
+)
 from tenantplane.logging import configure_logging
 from tenantplane.member.routes import router as member_router
 from tenantplane.metrics import exposition_registry
@@ -191,5 +195,9 @@ def create_app(
     # Outside the rate limiter and the body limit: their refusals carry CORS headers too, so
     # that a browser application can read a 429's Retry-After.
     install_cors(app, settings.cors_origins)
-    app.add_middleware(SecurityHeadersMiddleware, headers=app.state.security_headers)
+    app.add_middleware(
+        SecurityHeadersMiddleware,
+        headers=app.state.security_headers,
+        cacheable_prefixes=(STATIC_DOCS_PREFIX, CONSOLE_STATIC_PREFIX),
+    )
     return app

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode
 
 from fastapi import FastAPI, Request
@@ -14,6 +15,17 @@ from tenantplane.console.sign_in import router as sign_in_router
 from tenantplane.console.web import PAGE_HEADERS, CsrfRefused, SignInRequired, render
 
 STATIC = Path(__file__).parent / "static"
+CONSOLE_STATIC_PREFIX = "/console/static/"
+
+
+class ConsoleAssets(StaticFiles):
+    """The console's CSS and script: kept by browsers but revalidated (a 304 by ETag) on each
+    use, so that a new release is picked up at once."""
+
+    def file_response(self, *args: Any, **kwargs: Any) -> Response:
+        response = super().file_response(*args, **kwargs)
+        response.headers["Cache-Control"] = "no-cache"
+        return response
 
 
 async def _sign_in_required(request: Request, exc: Exception) -> Response:
@@ -42,6 +54,8 @@ def install_console(app: FastAPI) -> None:
     app.include_router(sign_in_router)
     for router in PAGE_ROUTERS:
         app.include_router(router)
-    app.mount("/console/static", StaticFiles(directory=STATIC), name="console-static")
+    app.mount(
+        CONSOLE_STATIC_PREFIX.rstrip("/"), ConsoleAssets(directory=STATIC), name="console-static"
+    )
     app.add_exception_handler(SignInRequired, _sign_in_required)
     app.add_exception_handler(CsrfRefused, _csrf_refused)

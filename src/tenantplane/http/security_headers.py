@@ -2,7 +2,8 @@
 
 * ``Cache-Control: no-store`` unless the response chose its own caching: API answers carry
   credentials (created keys, receipt and portal links) and tenant data that no browser,
-  proxy or CDN cache should keep. The documentation's static assets are left to caches.
+  proxy or CDN cache should keep. The documentation's and the console's static assets are
+  left to caches.
 * ``X-Content-Type-Options: nosniff``: a browser never guesses a type other than the one sent.
 * ``Strict-Transport-Security`` when ``TENANTPLANE_HSTS`` is on (only behind TLS: the header
   is meaningless over plain HTTP, and pins the host name to HTTPS for its max-age).
@@ -30,15 +31,22 @@ def security_headers(settings: Settings) -> dict[str, str]:
 
 
 class SecurityHeadersMiddleware:
-    def __init__(self, app: ASGIApp, headers: dict[str, str]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        headers: dict[str, str],
+        cacheable_prefixes: tuple[str, ...] = (STATIC_DOCS_PREFIX,),
+    ) -> None:
         self.app = app
         self.headers = headers
+        # Static assets (no credentials, no tenant data) are left to caches.
+        self.cacheable_prefixes = cacheable_prefixes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        cacheable = scope["path"].startswith(STATIC_DOCS_PREFIX)
+        cacheable = scope["path"].startswith(self.cacheable_prefixes)
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
