@@ -85,3 +85,22 @@ async def test_the_kubeconfig_download_is_a_valid_kubeconfig(
         assert document["current-context"] == f"{tenant.name}-web"
         assert document["users"][0]["user"]["token"]
         assert document["clusters"][0]["cluster"]["server"].startswith("https://")
+
+
+async def test_a_console_write_is_audited_as_the_member_from_the_browsers_address(
+    app: FastAPI, client: httpx.AsyncClient, factory: Factory
+) -> None:
+    tenant = await factory.tenant()
+    async with console_session(app, tenant.name, tenant.admin_email) as console:
+        created = await console.post("clusters", {"name": "web"})
+        assert created.status_code == 303
+        request_id = created.headers["x-request-id"]
+    events = await client.get(
+        f"{tenant.path}/events",
+        params={"action": "cluster.create"},
+        headers={"Authorization": f"Bearer {tenant.admin_key}"},
+    )
+    [event] = events.json()["items"]
+    assert event["actor"] == {"kind": "member", "email": tenant.admin_email}
+    assert event["sourceIp"] == "203.0.113.20"
+    assert event["requestId"] == request_id

@@ -14,6 +14,7 @@ import httpx
 from fastapi import Request
 
 from tenantplane.http.openapi import API_PREFIX
+from tenantplane.http.request_id import request_id_of
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,8 @@ class ConsoleApi:
             client=(client.host, client.port) if client else ("127.0.0.1", 0),
         )
         headers = {"Authorization": f"Bearer {credential}"}
-        request_id = request.headers.get("x-request-id")
+        # The page's request id: its API calls are logged and audited under the same one.
+        request_id = request_id_of(request.scope)
         if request_id:
             headers["X-Request-Id"] = request_id
         self._client = httpx.AsyncClient(
