@@ -240,3 +240,15 @@ async def test_an_oidc_callback_in_another_browser_is_refused(
         refused = await victim.get(callback.removeprefix(BASE_URL))
         assert refused.status_code == 400
         assert SESSION_COOKIE not in refused.headers.get("set-cookie", "")
+
+
+async def test_the_cookie_is_secure_when_served_over_tls(
+    database: Database, database_url: str, tmp_path: Path, factory: Factory
+) -> None:
+    settings = make_settings(database_url, tmp_path, public_url="https://console.example.com")
+    tenant = await factory.tenant()
+    async with running_app(settings) as tls_app, browser(tls_app) as http:
+        link = await sign_in_link(database, settings, tenant.name, tenant.admin_email)
+        signed_in = await http.get(link)
+        assert signed_in.status_code == 200
+        assert "; secure" in signed_in.headers["set-cookie"].lower()
