@@ -1,6 +1,6 @@
 """A signed-in console session over real HTTP through the app: what a browser sends (the
-session cookie, forms with the CSRF token), without the browser (tests/console/browser_*
-drive Chromium itself)."""
+session cookie, forms with the CSRF token), without the browser (tests/console/browser/
+drives Chromium itself)."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ async def test_an_admin_creates_a_cluster_and_sees_it_listed(
         created = await console.post("clusters", {"name": "web", "version": ""})
         assert created.status_code == 303
         assert created.headers["location"].startswith(console.url("clusters/web"))
-        rows = await console.get("clusters/rows")
+        rows = await console.get("clusters/-/rows")
         assert 'data-cluster="web"' in rows.text
         detail = await console.get("clusters/web")
         assert detail.status_code == 200
@@ -41,7 +41,7 @@ async def test_the_apis_refusal_is_shown_at_its_field(app: FastAPI, factory: Fac
         assert error is not None
         assert "DNS-safe" in error.group(1)
         assert 'aria-invalid="true"' in refused.text
-        listed = await console.get("clusters/rows")
+        listed = await console.get("clusters/-/rows")
         assert "data-cluster" not in listed.text
 
 
@@ -52,7 +52,7 @@ async def test_a_form_without_the_csrf_token_is_refused(app: FastAPI, factory: F
         assert refused.status_code == 403
         forged = await console.post("clusters", {"name": "web", "csrf": "0" * 64}, csrf=False)
         assert forged.status_code == 403
-        assert "data-cluster" not in (await console.get("clusters/rows")).text
+        assert "data-cluster" not in (await console.get("clusters/-/rows")).text
 
 
 async def test_a_readonly_member_sees_no_write_controls_and_a_forged_write_is_refused(

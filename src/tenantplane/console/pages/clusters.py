@@ -44,7 +44,7 @@ async def list_clusters(page: PageDep) -> HTMLResponse:
     return page.render("clusters/list.html", answer=answer, items=items, settled=_settled(items))
 
 
-@router.get("/rows")
+@router.get("/-/rows")
 async def cluster_rows(page: PageDep) -> HTMLResponse:
     """The list's table alone, polled by the page while a cluster is changing."""
     answer = await _listed(page)
@@ -77,7 +77,7 @@ async def _create_form(
     )
 
 
-@router.get("/new")
+@router.get("/-/new")
 async def new_cluster(page: PageDep) -> HTMLResponse:
     return await _create_form(page, {}, None)
 
