@@ -17,6 +17,15 @@ from tenantplane.http.openapi import API_PREFIX
 from tenantplane.http.request_id import request_id_of
 
 
+class SignInRequired(Exception):
+    """The browser has no live session: answered with the sign-in page (console/routes.py)."""
+
+    def __init__(self, message: str = "", tenant: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.tenant = tenant
+
+
 @dataclass(frozen=True)
 class ApiAnswer:
     status: int
@@ -49,9 +58,11 @@ class ApiAnswer:
 
 
 class ConsoleApi:
-    """The API as the session presenting ``credential`` sees it."""
+    """The API as the session presenting ``credential`` sees it. For a page of ``tenant``
+    (``for_page``), a 401 ends the page: the session is over, the browser signs in again."""
 
-    def __init__(self, request: Request, credential: str) -> None:
+    def __init__(self, request: Request, credential: str, for_page: str | None = None) -> None:
+        self.for_page = for_page
         client = request.client
         transport = httpx.ASGITransport(
             app=request.app,
@@ -93,7 +104,10 @@ class ConsoleApi:
                 body = response.json()
             except ValueError:
                 body = response.text
-        return ApiAnswer(response.status_code, body, response.headers)
+        answer = ApiAnswer(response.status_code, body, response.headers)
+        if answer.status == 401 and self.for_page is not None:
+            raise SignInRequired(answer.error, self.for_page)
+        return answer
 
     async def get(self, path: str, params: dict[str, str] | None = None) -> ApiAnswer:
         return await self.call("GET", path, params=params)

@@ -10,9 +10,10 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
+from tenantplane.console.api import SignInRequired
 from tenantplane.console.pages import PAGE_ROUTERS
 from tenantplane.console.sign_in import router as sign_in_router
-from tenantplane.console.web import PAGE_HEADERS, CsrfRefused, SignInRequired, render
+from tenantplane.console.web import PAGE_HEADERS, CsrfRefused, render
 
 STATIC = Path(__file__).parent / "static"
 CONSOLE_STATIC_PREFIX = "/console/static/"

@@ -19,7 +19,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.datastructures import FormData, UploadFile
 
-from tenantplane.console.api import ApiAnswer, ConsoleApi
+from tenantplane.console.api import ApiAnswer, ConsoleApi, SignInRequired
 from tenantplane.console.repository import find_session
 from tenantplane.console.tokens import csrf_matches, csrf_token, is_session_token, token_hash
 from tenantplane.http.names import is_dns_label
@@ -50,15 +50,6 @@ templates = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-
-
-class SignInRequired(Exception):
-    """The browser has no live session: answered with the sign-in page."""
-
-    def __init__(self, message: str = "", tenant: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.tenant = tenant
 
 
 class CsrfRefused(Exception):
@@ -98,17 +89,23 @@ class Page:
             **values,
         )
 
+    def message(self, heading: str, message: str, status: int, back: str) -> HTMLResponse:
+        """A page that only says why (a refusal, a thing not found), with the way back to
+        the section ``back`` names."""
+        return self.render(
+            "message.html",
+            status=status,
+            heading=heading,
+            message=message,
+            back=tenant_url(self.tenant, back),
+        )
+
     def redirect(self, path: str, notice: str | None = None) -> RedirectResponse:
         """303 to a page of this tenant (after a state change: a reload does not repeat it)."""
         target = tenant_url(self.tenant, path)
         if notice:
             target += ("&" if "?" in target else "?") + "notice=" + quote(notice)
         return RedirectResponse(target, status_code=303, headers=PAGE_HEADERS)
-
-    def refused(self, answer: ApiAnswer) -> None:
-        """A 401 from the API ends the page: the session is over."""
-        if answer.status == 401:
-            raise SignInRequired(answer.error, self.tenant)
 
 
 def tenant_url(tenant: str, path: str = "") -> str:
@@ -141,13 +138,9 @@ async def viewer_of(api: ConsoleApi, tenant: str, email: str | None) -> Viewer:
     whether the admin-only key list answers."""
     if email is not None:
         member = await api.get(f"/tenants/{quote(tenant)}/members/{quote(email)}")
-        if member.status == 401:
-            raise SignInRequired(member.error, tenant)
         is_admin = member.ok and member.body.get("role") == "admin"
         return Viewer(label=email, is_admin=is_admin, is_api_key=False)
     keys = await api.get(f"/tenants/{quote(tenant)}/apikeys", {"limit": "1"})
-    if keys.status == 401:
-        raise SignInRequired(keys.error, tenant)
     return Viewer(label="API key", is_admin=keys.ok, is_api_key=True)
 
 
@@ -167,7 +160,7 @@ async def page(request: Request, tenant: str) -> AsyncIterator[Page]:
         raise SignInRequired("", tenant)
     # The session's validity (idle, lifetime, the key behind it) is the API's to decide.
     email = None if signed_in.api_key_cipher is not None else signed_in.email
-    async with ConsoleApi(request, credential) as api:
+    async with ConsoleApi(request, credential, for_page=tenant) as api:
         viewer = await viewer_of(api, tenant, email)
         yield Page(request, tenant, credential, api, viewer, form)
 

@@ -37,7 +37,6 @@ router = APIRouter(prefix="/console/t/{tenant}/alerting", include_in_schema=Fals
 @router.get("")
 async def overview(page: PageDep) -> Response:
     answer = await page.api.get(api_path(page, "config"))
-    page.refused(answer)
     if not answer.ok:
         return unavailable(page, answer, "Alerting")
     config = answer.body
@@ -132,7 +131,6 @@ def add_section_pages(section: Section) -> None:
 
     async def show(page: PageDep) -> Response:
         answer = await page.api.get(api_path(page, section.segment))
-        page.refused(answer)
         if not answer.ok:
             return unavailable(page, answer, section.heading)
         etag = answer.headers.get("etag", "")
@@ -146,7 +144,6 @@ def add_section_pages(section: Section) -> None:
         answer = await page.api.call(
             "PUT", api_path(page, section.segment), json=parsed.body, headers=if_match(page)
         )
-        page.refused(answer)
         if not answer.ok:
             return render_editor(page, editor(page, text, etag, refusal(answer)), answer.status)
         return page.redirect(page_path(section.segment), f"{section.heading} saved.")

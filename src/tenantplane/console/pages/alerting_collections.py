@@ -180,7 +180,6 @@ def add_pages(router: APIRouter, kind: Kind) -> None:
 
     async def list_items(page: PageDep) -> HTMLResponse:
         answer = await page.api.get(api_path(page, kind.segment))
-        page.refused(answer)
         if not answer.ok:
             return unavailable(page, answer, kind.heading)
         rows = [
@@ -214,12 +213,10 @@ def add_pages(router: APIRouter, kind: Kind) -> None:
             return render_editor(page, _editor(page, kind, None, text, "", missing), 400)
         # A PUT would replace an item of that name: creating must not overwrite one.
         existing = await page.api.get(api_path(page, kind.segment, key))
-        page.refused(existing)
         if existing.ok:
             taken = Refusal({kind.key_field: f"a {kind.noun} named {key} exists already"})
             return render_editor(page, _editor(page, kind, None, text, "", taken), 409)
         answer = await page.api.call("PUT", api_path(page, kind.segment, key), json=parsed.body)
-        page.refused(answer)
         if not answer.ok:
             refused = refusal(answer, (kind.key_field,))
             return render_editor(page, _editor(page, kind, None, text, "", refused), answer.status)
@@ -227,7 +224,6 @@ def add_pages(router: APIRouter, kind: Kind) -> None:
 
     async def show_item(page: PageDep, key: str) -> HTMLResponse:
         answer = await page.api.get(api_path(page, kind.segment, key))
-        page.refused(answer)
         if not answer.ok:
             return unavailable(page, answer, f"{kind.noun.capitalize()} {key}")
         etag = answer.headers.get("etag", "")
@@ -245,7 +241,6 @@ def add_pages(router: APIRouter, kind: Kind) -> None:
         answer = await page.api.call(
             "PUT", api_path(page, kind.segment, key), json=parsed.body, headers=if_match(page)
         )
-        page.refused(answer)
         if not answer.ok:
             editor = _editor(page, kind, key, text, etag, refusal(answer))
             return render_editor(page, editor, answer.status)
@@ -257,7 +252,6 @@ def add_pages(router: APIRouter, kind: Kind) -> None:
     async def delete_item(page: PageDep, key: str) -> Response:
         path = api_path(page, kind.segment, key)
         answer = await page.api.call("DELETE", path, headers=if_match(page))
-        page.refused(answer)
         if not answer.ok:
             # Shown again as it is now, with the refusal (in use, changed meanwhile).
             return await _deletion(page, key, refusal(answer), answer.status)
@@ -265,7 +259,6 @@ def add_pages(router: APIRouter, kind: Kind) -> None:
 
     async def _deletion(page: Page, key: str, refused: Refusal, status: int) -> Response:
         answer = await page.api.get(api_path(page, kind.segment, key))
-        page.refused(answer)
         if not answer.ok:
             return unavailable(page, answer, f"Delete {kind.noun} {key}")
         return page.render(

@@ -79,7 +79,6 @@ def details_of(route: Any) -> list[str]:
 async def _root(page: Page) -> tuple[Any, str, Response | None]:
     """The root route (children included) and the wrapper ETag, or the page saying why not."""
     answer = await page.api.get(api_path(page, "route"))
-    page.refused(answer)
     if not answer.ok:
         return None, "", unavailable(page, answer, "Routes")
     return answer.body, answer.headers.get("etag", ""), None
@@ -118,7 +117,6 @@ async def list_routes(page: PageDep) -> Response:
 
 async def _receiver_names(page: Page) -> list[str]:
     answer = await page.api.get(api_path(page, "receivers"))
-    page.refused(answer)
     return [str(item["name"]) for item in answer.body.get("items", [])] if answer.ok else []
 
 
@@ -161,7 +159,6 @@ async def append_route(page: PageDep) -> Response:
     # Appending is a PUT at index == count: the count read now, with its ETag, so that a
     # route appended meanwhile is not replaced (412 instead).
     listed = await page.api.get(api_path(page, "routes"))
-    page.refused(listed)
     if not listed.ok:
         return await _new_form(page, text, refusal(listed), listed.status)
     count = len(listed.body.get("items", []))
@@ -169,7 +166,6 @@ async def append_route(page: PageDep) -> Response:
     answer = await page.api.call(
         "PUT", api_path(page, "routes", str(count)), json=parsed.body, headers={"If-Match": etag}
     )
-    page.refused(answer)
     if not answer.ok:
         return await _new_form(page, text, refusal(answer), answer.status)
     return page.redirect(page_path("routes"), f"Route {count + 1} added.")
@@ -193,19 +189,14 @@ def _route_editor(page: Page, index: int, text: str, etag: str, refused: Refusal
 
 def _no_such_route(page: Page) -> HTMLResponse:
     # Not the API's 404 message: it counts from 0 (the route's id), the pages from 1.
-    return page.render(
-        "message.html",
-        status=404,
-        heading="Route",
-        message="There is no such route (any more): see the current list.",
-        back=page_url(page, "routes"),
+    return page.message(
+        "Route", "There is no such route (any more): see the current list.", 404, "alerting/routes"
     )
 
 
 @router.get("/routes/{index:int}")
 async def show_route(page: PageDep, index: int) -> Response:
     answer = await page.api.get(api_path(page, "routes", str(index)))
-    page.refused(answer)
     if answer.status == 404:
         return _no_such_route(page)
     if not answer.ok:
@@ -225,7 +216,6 @@ async def save_route(page: PageDep, index: int) -> Response:
         return render_editor(page, _route_editor(page, index, text, etag, refused), 400)
     path = api_path(page, "routes", str(index))
     answer = await page.api.call("PUT", path, json=parsed.body, headers=if_match(page))
-    page.refused(answer)
     if not answer.ok:
         editor = _route_editor(page, index, text, etag, refusal(answer))
         return render_editor(page, editor, answer.status)
@@ -234,7 +224,6 @@ async def save_route(page: PageDep, index: int) -> Response:
 
 async def _deletion(page: Page, index: int, refused: Refusal, status: int) -> Response:
     answer = await page.api.get(api_path(page, "routes", str(index)))
-    page.refused(answer)
     if answer.status == 404:
         return _no_such_route(page)
     if not answer.ok:
@@ -262,7 +251,6 @@ async def confirm_route_deletion(page: PageDep, index: int) -> Response:
 async def delete_route(page: PageDep, index: int) -> Response:
     path = api_path(page, "routes", str(index))
     answer = await page.api.call("DELETE", path, headers=if_match(page))
-    page.refused(answer)
     if not answer.ok:
         return await _deletion(page, index, refusal(answer), answer.status)
     return page.redirect(page_path("routes"), f"Route {index + 1} deleted.")
@@ -285,7 +273,6 @@ async def move_route(page: PageDep, index: int) -> Response:
     answer = await page.api.call(
         "PUT", api_path(page, "route"), json={**root, "routes": children}, headers=headers
     )
-    page.refused(answer)
     if not answer.ok:
         return await _listing(page, refusal(answer), answer.status)
     return page.redirect(page_path("routes"), f"Route {index + 1} is now route {other + 1}.")

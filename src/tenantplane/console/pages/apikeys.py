@@ -32,7 +32,6 @@ def _path(page: Page, key_id: str = "") -> str:
 @router.get("")
 async def list_api_keys(page: PageDep) -> HTMLResponse:
     answer = await page.api.get(_path(page), {"limit": "1000"})
-    page.refused(answer)
     items: list[dict[str, Any]] = answer.body.get("items", []) if answer.ok else []
     return page.render(
         "apikeys/list.html",
@@ -83,7 +82,6 @@ async def create_api_key(page: PageDep) -> Response:
     if expires_at is not None:
         body["expiresAt"] = expires_at
     answer = await page.api.call("POST", _path(page), json=body)
-    page.refused(answer)
     if not answer.ok:
         return _create_form(page, values, field_errors(answer), answer.status)
     # Rendered here, not after a redirect: the raw key exists in this answer only.
@@ -96,7 +94,6 @@ async def _detail(
     page: Page, key_id: str, *, status: int = 200, errors: Mapping[str, str] | None = None
 ) -> HTMLResponse:
     answer = await page.api.get(_path(page, key_id))
-    page.refused(answer)
     if not answer.ok:
         return _refused_page(page, answer)
     return page.render("apikeys/detail.html", status=status, key=answer.body, errors=errors or {})
@@ -104,13 +101,7 @@ async def _detail(
 
 def _refused_page(page: Page, answer: ApiAnswer) -> HTMLResponse:
     message = ADMINS_ONLY if answer.status == 403 else answer.error
-    return page.render(
-        "message.html",
-        status=answer.status,
-        heading="API key",
-        message=message,
-        back=f"/console/t/{page.tenant}/apikeys",
-    )
+    return page.message("API key", message, answer.status, "apikeys")
 
 
 @router.get("/{key_id}")
@@ -121,7 +112,6 @@ async def api_key_detail(page: PageDep, key_id: str) -> HTMLResponse:
 @router.post("/{key_id}/revoke")
 async def revoke_api_key(page: PageDep, key_id: str) -> Response:
     key = await page.api.get(_path(page, key_id))
-    page.refused(key)
     if not key.ok:
         return _refused_page(page, key)
     name = str(key.body["displayName"])
@@ -129,7 +119,6 @@ async def revoke_api_key(page: PageDep, key_id: str) -> Response:
         errors = {"confirm": f"type {name} to confirm revoking the key"}
         return await _detail(page, key_id, status=400, errors=errors)
     answer = await page.api.call("DELETE", _path(page, key_id))
-    page.refused(answer)
     if not answer.ok:
         return await _detail(page, key_id, status=answer.status, errors=field_errors(answer))
     return page.redirect("apikeys", f"API key {name} was revoked: it no longer authenticates.")

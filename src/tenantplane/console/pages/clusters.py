@@ -25,7 +25,6 @@ def _path(page: Page, name: str = "") -> str:
 
 async def _listed(page: Page) -> ApiAnswer:
     answer = await page.api.get(_path(page), {"limit": "1000"})
-    page.refused(answer)
     return answer
 
 
@@ -102,7 +101,6 @@ async def create_cluster(page: PageDep) -> Response:
     if resources:
         body["resources"] = resources
     answer = await page.api.call("POST", _path(page), json=body)
-    page.refused(answer)
     if not answer.ok:
         return await _create_form(page, form, answer)
     return page.redirect(
@@ -112,15 +110,8 @@ async def create_cluster(page: PageDep) -> Response:
 
 async def _detail(page: Page, name: str, *, status: int = 200, errors: Any = None) -> HTMLResponse:
     answer = await page.api.get(_path(page, name))
-    page.refused(answer)
     if not answer.ok:
-        return page.render(
-            "message.html",
-            status=answer.status,
-            heading="Cluster",
-            message=answer.error,
-            back=f"/console/t/{page.tenant}/clusters",
-        )
+        return page.message("Cluster", answer.error, answer.status, "clusters")
     cluster = answer.body
     versions = await page.api.get("/versions", {"limit": "1000"})
     upgrades = _next_minor(
@@ -170,7 +161,6 @@ async def _patch(page: Page, name: str, body: dict[str, Any], done: str) -> Resp
     etag = str(page.form.get("etag", ""))
     headers = {"If-Match": etag} if etag else None
     answer = await page.api.call("PATCH", _path(page, name), json=body, headers=headers)
-    page.refused(answer)
     if not answer.ok:
         return await _detail(page, name, status=answer.status, errors=field_errors(answer))
     return page.redirect(f"clusters/{quote(name)}", done)
@@ -195,7 +185,6 @@ async def delete_cluster(page: PageDep, name: str) -> Response:
             page, name, status=400, errors={"confirm": f"type {name} to confirm the deletion"}
         )
     answer = await page.api.call("DELETE", _path(page, name))
-    page.refused(answer)
     if not answer.ok:
         return await _detail(page, name, status=answer.status, errors=field_errors(answer))
     return page.redirect("clusters", f"Cluster {name} is being deleted.")
@@ -205,11 +194,9 @@ async def delete_cluster(page: PageDep, name: str) -> Response:
 async def download_kubeconfig(page: PageDep, name: str) -> Response:
     """A kubeconfig holding a fresh token of the viewer's own (valid one hour by default)."""
     details = await page.api.get(f"{_path(page, name)}/connection-details")
-    page.refused(details)
     if not details.ok:
         return await _detail(page, name, status=details.status, errors=field_errors(details))
     issued = await page.api.call("POST", f"{_path(page, name)}/credentials", json={})
-    page.refused(issued)
     if not issued.ok:
         return await _detail(page, name, status=issued.status, errors=field_errors(issued))
     context = f"{page.tenant}-{name}"

@@ -106,7 +106,6 @@ async def list_events(page: PageDep) -> HTMLResponse:
         f"/tenants/{quote(page.tenant)}/events",
         {**params, "continue": token} if token else params,
     )
-    page.refused(answer)
     rows = [event_row(event) for event in answer.body.get("items", [])] if answer.ok else []
     next_token = answer.body.get("continue") if answer.ok else None
     return page.render(

@@ -63,7 +63,6 @@ async def _phase_changes_since(page: Page, since: datetime) -> tuple[ApiAnswer, 
     found: list[Any] = []
     for _ in range(MAX_EVENT_PAGES):
         answer = await page.api.get(f"/tenants/{quote(page.tenant)}/events", params)
-        page.refused(answer)
         if not answer.ok:
             return answer, found, False
         found.extend(answer.body.get("items", []))
@@ -78,7 +77,6 @@ async def _usage(page: Page, invoices: list[dict[str, Any]]) -> UsageView:
     now = datetime.now(UTC)
     period = current_period(now, (instant(item["billingPeriod"]["end"]) for item in invoices))
     clusters = await page.api.get(f"/tenants/{quote(page.tenant)}/clusters", {"limit": "1000"})
-    page.refused(clusters)
     if not clusters.ok:
         return UsageView(None, None, clusters, False)
     events, items, incomplete = await _phase_changes_since(page, period.start)
@@ -92,7 +90,6 @@ async def _usage(page: Page, invoices: list[dict[str, Any]]) -> UsageView:
 
 async def _list(page: Page, *, status: int = 200, portal_error: str | None = None) -> HTMLResponse:
     answer = await page.api.get(_path(page))
-    page.refused(answer)
     items: list[dict[str, Any]] = answer.body.get("items", []) if answer.ok else []
     usage = await _usage(page, items) if answer.ok else None
     return page.render(
@@ -116,7 +113,6 @@ async def list_invoices(page: PageDep) -> HTMLResponse:
 async def open_portal(page: PageDep) -> Response:
     """A fresh session of the payment provider's portal (admins; the API refuses others)."""
     answer = await page.api.call("POST", f"/tenants/{quote(page.tenant)}/billing/portal-session")
-    page.refused(answer)
     url = answer.body.get("overviewURL") if answer.ok else None
     if not isinstance(url, str) or not url.startswith("https://"):
         message = answer.error if not answer.ok else "the payment provider gave no portal link"
@@ -130,15 +126,8 @@ async def _detail(
     page: Page, name: str, *, status: int = 200, receipt_error: str | None = None
 ) -> HTMLResponse:
     answer = await page.api.get(_path(page, name))
-    page.refused(answer)
     if not answer.ok:
-        return page.render(
-            "message.html",
-            status=answer.status,
-            heading="Invoice",
-            message=answer.error,
-            back=f"/console/t/{page.tenant}/invoices",
-        )
+        return page.message("Invoice", answer.error, answer.status, "invoices")
     invoice = answer.body
     has_receipt = invoice["status"]["phase"] in CHARGED_PHASES and bool(
         invoice.get("providerTransactionID")
@@ -162,7 +151,6 @@ async def download_receipt(page: PageDep, name: str) -> Response:
     """To the provider-hosted PDF: the API hands out a fresh, short-lived link on each call,
     so the console asks at the click and stores nothing."""
     answer = await page.api.get(f"{_path(page, name)}/receipt")
-    page.refused(answer)
     url = answer.body.get("url") if answer.ok else None
     if not isinstance(url, str) or not url.startswith("https://"):
         message = answer.error if not answer.ok else "the payment provider gave no receipt link"

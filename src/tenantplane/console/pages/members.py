@@ -46,7 +46,6 @@ async def _list(
     refusal: RowRefusal | None = None,
 ) -> HTMLResponse:
     answer = await page.api.get(_path(page), {"limit": "1000"})
-    page.refused(answer)
     items: list[dict[str, Any]] = answer.body.get("items", []) if answer.ok else []
     return page.render(
         "members/list.html",
@@ -70,7 +69,6 @@ async def list_members(page: PageDep) -> HTMLResponse:
 async def invite_member(page: PageDep) -> Response:
     values = {key: str(page.form.get(key, "")).strip() for key in ("email", "role")}
     answer = await page.api.call("POST", _path(page), json=values)
-    page.refused(answer)
     if not answer.ok:
         return await _list(page, status=answer.status, errors=field_errors(answer), values=values)
     email = answer.body.get("email", values["email"])
@@ -89,7 +87,6 @@ async def change_role(page: PageDep) -> Response:
     if not email:
         return await _list(page, status=400, errors={"": "no member was named"})
     answer = await page.api.call("PATCH", _path(page, email), json={"role": role})
-    page.refused(answer)
     if not answer.ok:
         refusal = _row_refusal(email, "role", answer)
         return await _list(page, status=answer.status, refusal=refusal)
@@ -102,7 +99,6 @@ async def remove_member(page: PageDep) -> Response:
     if not email:
         return await _list(page, status=400, errors={"": "no member was named"})
     answer = await page.api.call("DELETE", _path(page, email))
-    page.refused(answer)
     if not answer.ok:
         refusal = _row_refusal(email, "remove", answer)
         return await _list(page, status=answer.status, refusal=refusal)

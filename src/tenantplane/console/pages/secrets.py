@@ -50,7 +50,6 @@ def _settled(secrets: list[dict[str, Any]]) -> bool:
 
 async def _listed(page: Page) -> ApiAnswer:
     answer = await page.api.get(_path(page), {"limit": "1000"})
-    page.refused(answer)
     return answer
 
 
@@ -165,7 +164,6 @@ async def create_secret(page: PageDep) -> Response:
     targets, origins = _targets(rows)
     body = {**values, "sync": targets}
     answer = await page.api.call("POST", _path(page), json=body)
-    page.refused(answer)
     if not answer.ok:
         errors = _row_errors(answer, origins)
         return await _create_form(page, values, _with_blanks(rows), errors, answer.status)
@@ -193,18 +191,11 @@ def _target_statuses(secret: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 async def _read(page: Page, name: str) -> ApiAnswer:
     answer = await page.api.get(_path(page, name))
-    page.refused(answer)
     return answer
 
 
 def _not_found(page: Page, answer: ApiAnswer) -> HTMLResponse:
-    return page.render(
-        "message.html",
-        status=answer.status,
-        heading="Secret",
-        message=answer.error,
-        back=f"/console/t/{page.tenant}/secrets",
-    )
+    return page.message("Secret", answer.error, answer.status, "secrets")
 
 
 async def _detail(
@@ -267,7 +258,6 @@ async def replace_targets(page: PageDep, name: str) -> Response:
     answer = await page.api.call(
         "PATCH", _path(page, name), json={"sync": targets}, headers=headers
     )
-    page.refused(answer)
     if answer.status == 412:
         # Someone (or the sync controller) changed it since the form was read: show the
         # current targets instead of writing over a change nobody has seen.
@@ -284,7 +274,6 @@ async def delete_secret(page: PageDep, name: str) -> Response:
         errors = {"confirm": f"type {name} to confirm the deletion"}
         return await _detail(page, name, status=400, errors=errors)
     answer = await page.api.call("DELETE", _path(page, name))
-    page.refused(answer)
     if not answer.ok:
         return await _detail(page, name, status=answer.status, errors=field_errors(answer))
     return page.redirect(
