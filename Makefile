@@ -4,7 +4,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8080
 
 .PHONY: uv install install-runtime test-deps serve worker test test-system test-kubernetes test-lowest lint \
-	format bench openapi sdk go-client test-terraform
+	format bench openapi sdk go-client test-terraform test-console
 
 uv:
 	@command -v $(UV) >/dev/null 2>&1 || python3 -m pip install --quiet uv
@@ -34,6 +34,15 @@ test: install test-deps
 test-system: uv test-deps
 	$(UV) sync --frozen --compile-bytecode
 	$(UV) run pytest tests/system -m system -s -p no:randomly --durations=0 $(PYTEST_ARGS)
+
+# The console in a real browser (tests/console/browser, deselected by `make test`): Debian's
+# Chromium driven by Playwright against a `tenantplane serve` process and a loopback OIDC
+# provider; axe-core (npm, pinned by tests/console/browser/package-lock.json) is installed
+# into a cache outside the tree. Screenshots: TENANTPLANE_CONSOLE_ARTIFACTS, by default
+# var/console-artifacts/ (git-ignored).
+test-console: install test-deps
+	scripts/console-test-deps
+	$(UV) run pytest tests/console/browser -m console -p no:randomly $(PYTEST_ARGS)
 
 # Real Kubernetes (tests/kubernetes, deselected by `make test`): etcd, kube-apiserver, the
 # controller manager, the scheduler and kwok (nodes without containers), Flux's controllers

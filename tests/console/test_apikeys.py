@@ -134,7 +134,8 @@ async def test_a_readonly_member_gets_the_refusal_explained_and_no_controls(
         assert "Create API key" not in page.text
         form = await console.get("apikeys/new")
         assert f'action="/console/t/{tenant.name}/apikeys"' not in form.text
-        assert "API keys are managed by" in form.text
+        assert form.status_code == 403
+        assert "Only the tenant&#39;s admins" in form.text
         detail = await console.get(f"apikeys/{some_key}")
         assert detail.status_code == 403
         assert "Revoke API key" not in detail.text

@@ -11,7 +11,7 @@ from fastapi import FastAPI
 
 from tenantplane.member.models import Role
 from tests.cluster.polling import wait_running
-from tests.console.browser import console_session
+from tests.console.session import console_session
 from tests.factories import Factory
 
 
@@ -104,3 +104,16 @@ async def test_a_console_write_is_audited_as_the_member_from_the_browsers_addres
     assert event["actor"] == {"kind": "member", "email": tenant.admin_email}
     assert event["sourceIp"] == "203.0.113.20"
     assert event["requestId"] == request_id
+
+
+async def test_a_readonly_member_opening_a_create_form_is_told_it_is_for_admins(
+    app: FastAPI, factory: Factory
+) -> None:
+    tenant = await factory.tenant()
+    await factory.member(tenant.id, "viewer@example.com", Role.readonly)
+    async with console_session(app, tenant.name, "viewer@example.com") as console:
+        for form in ("clusters/-/new", "secrets/-/new", "apikeys/new", "alerting/routes/-/new"):
+            refused = await console.get(form)
+            assert refused.status_code == 403, form
+            assert "Only the tenant&#39;s admins" in refused.text
+            assert refused.text.count('method="post"') == 1  # sign-out's, no other

@@ -13,7 +13,7 @@ from fastapi.staticfiles import StaticFiles
 from tenantplane.console.api import SignInRequired
 from tenantplane.console.pages import PAGE_ROUTERS
 from tenantplane.console.sign_in import router as sign_in_router
-from tenantplane.console.web import PAGE_HEADERS, CsrfRefused, render
+from tenantplane.console.web import PAGE_HEADERS, AdminRequired, CsrfRefused, render
 
 STATIC = Path(__file__).parent / "static"
 CONSOLE_STATIC_PREFIX = "/console/static/"
@@ -39,6 +39,11 @@ async def _sign_in_required(request: Request, exc: Exception) -> Response:
     return RedirectResponse(target, status_code=303, headers=PAGE_HEADERS)
 
 
+async def _admin_required(_: Request, exc: Exception) -> HTMLResponse:
+    assert isinstance(exc, AdminRequired)
+    return exc.response
+
+
 async def _csrf_refused(request: Request, _: Exception) -> HTMLResponse:
     return render(
         request,
@@ -60,3 +65,4 @@ def install_console(app: FastAPI) -> None:
     )
     app.add_exception_handler(SignInRequired, _sign_in_required)
     app.add_exception_handler(CsrfRefused, _csrf_refused)
+    app.add_exception_handler(AdminRequired, _admin_required)

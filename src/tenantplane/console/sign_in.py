@@ -73,7 +73,14 @@ def signed_in(request: Request, token: str, tenant: str) -> Response:
     redirect: a cookie set in answer to a cross-site navigation (the identity provider's
     redirect) is SameSite=Strict, so the next request must start from this site."""
     settings: Settings = request.app.state.settings
-    response = render(request, "signed_in.html", target=tenant_url(tenant, "clusters"), viewer=None)
+    response = render(
+        request,
+        "moving_on.html",
+        heading="Signed in",
+        target=tenant_url(tenant, "clusters"),
+        link="Continue to the console",
+        viewer=None,
+    )
     response.set_cookie(
         SESSION_COOKIE,
         token,
@@ -163,7 +170,16 @@ async def sign_in_with_oidc(request: Request) -> Response:
         return sign_in_page(
             request, tenant=tenant, error="the identity provider cannot be reached", status=503
         )
-    response = RedirectResponse(url, status_code=303, headers=PAGE_HEADERS)
+    # A page that moves on to the provider, not a redirect: browsers hold the redirect that
+    # answers a form to the page's CSP form-action ('self'), which the provider is not.
+    response = render(
+        request,
+        "moving_on.html",
+        heading="Signing in",
+        target=url,
+        link="Continue to your identity provider",
+        viewer=None,
+    )
     response.set_cookie(
         SIGN_IN_COOKIE,
         browser,

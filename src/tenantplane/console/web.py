@@ -52,6 +52,15 @@ templates = Environment(
 )
 
 
+class AdminRequired(Exception):
+    """A page that only admins can use (a create form), opened by a readonly viewer: its
+    answer is ready (a 403 page saying so)."""
+
+    def __init__(self, response: HTMLResponse) -> None:
+        super().__init__("admin access required")
+        self.response = response
+
+
 class CsrfRefused(Exception):
     """A state change without the session's CSRF token: answered 403."""
 
@@ -166,6 +175,25 @@ async def page(request: Request, tenant: str) -> AsyncIterator[Page]:
 
 
 PageDep = Annotated[Page, Depends(page)]
+
+
+async def admin_page(page: PageDep) -> Page:
+    """A page only admins can use: a readonly viewer gets a 403 page saying so (opening a
+    create form's URL directly), never a form the API would refuse."""
+    if not page.viewer.is_admin:
+        section = page.request.url.path.split("/")[4]
+        raise AdminRequired(
+            page.message(
+                "Admins only",
+                "Only the tenant's admins can do this: ask one of them.",
+                403,
+                section,
+            )
+        )
+    return page
+
+
+AdminPageDep = Annotated[Page, Depends(admin_page)]
 
 
 def field_errors(answer: ApiAnswer) -> Mapping[str, str]:

@@ -33,7 +33,7 @@ from tenantplane.console.pages.alerting_editing import (
     unavailable,
     yaml_text,
 )
-from tenantplane.console.web import Page, PageDep
+from tenantplane.console.web import AdminPageDep, Page, PageDep
 
 
 @dataclass(frozen=True)
@@ -197,7 +197,7 @@ def add_pages(router: APIRouter, kind: Kind) -> None:
             new=page_url(page, kind.segment, "-", "new"),
         )
 
-    async def new_item(page: PageDep) -> HTMLResponse:
+    async def new_item(page: AdminPageDep) -> HTMLResponse:
         return render_editor(page, _editor(page, kind, None, kind.example, "", Refusal({})))
 
     async def create_item(page: PageDep) -> Response:

@@ -29,7 +29,7 @@ from tenantplane.console.pages.alerting_editing import (
     unavailable,
     yaml_text,
 )
-from tenantplane.console.web import Page, PageDep
+from tenantplane.console.web import AdminPageDep, Page, PageDep
 
 router = APIRouter(include_in_schema=False)
 
@@ -146,7 +146,7 @@ async def _new_form(page: Page, text: str | None, refused: Refusal, status: int)
 
 
 @router.get("/routes/-/new")
-async def new_route(page: PageDep) -> HTMLResponse:
+async def new_route(page: AdminPageDep) -> HTMLResponse:
     return await _new_form(page, None, Refusal({}), 200)
 
 

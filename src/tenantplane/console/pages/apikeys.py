@@ -12,7 +12,7 @@ from fastapi import APIRouter
 from fastapi.responses import HTMLResponse, Response
 
 from tenantplane.console.api import ApiAnswer
-from tenantplane.console.web import Page, PageDep, field_errors
+from tenantplane.console.web import AdminPageDep, Page, PageDep, field_errors
 
 router = APIRouter(prefix="/console/t/{tenant}/apikeys", include_in_schema=False)
 
@@ -59,7 +59,7 @@ def _create_form(
 
 
 @router.get("/new")
-async def new_api_key(page: PageDep) -> HTMLResponse:
+async def new_api_key(page: AdminPageDep) -> HTMLResponse:
     return _create_form(page, {"role": "readonly"}, {})
 
 

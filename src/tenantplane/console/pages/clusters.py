@@ -10,7 +10,7 @@ from fastapi import APIRouter
 from fastapi.responses import HTMLResponse, Response
 
 from tenantplane.console.api import ApiAnswer
-from tenantplane.console.web import PAGE_HEADERS, Page, PageDep, field_errors
+from tenantplane.console.web import PAGE_HEADERS, AdminPageDep, Page, PageDep, field_errors
 
 router = APIRouter(prefix="/console/t/{tenant}/clusters", include_in_schema=False)
 
@@ -77,7 +77,7 @@ async def _create_form(
 
 
 @router.get("/-/new")
-async def new_cluster(page: PageDep) -> HTMLResponse:
+async def new_cluster(page: AdminPageDep) -> HTMLResponse:
     return await _create_form(page, {}, None)
 
 

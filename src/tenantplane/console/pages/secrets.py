@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse, Response
 from starlette.datastructures import FormData
 
 from tenantplane.console.api import ApiAnswer
-from tenantplane.console.web import Page, PageDep, field_errors
+from tenantplane.console.web import AdminPageDep, Page, PageDep, field_errors
 
 router = APIRouter(prefix="/console/t/{tenant}/secrets", include_in_schema=False)
 
@@ -153,7 +153,7 @@ async def _create_form(
 
 
 @router.get("/-/new")
-async def new_secret(page: PageDep) -> HTMLResponse:
+async def new_secret(page: AdminPageDep) -> HTMLResponse:
     return await _create_form(page, {}, _with_blanks([]), {}, 200)
 
 

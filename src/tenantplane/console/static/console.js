@@ -30,6 +30,9 @@ function live(element) {
   const base = Number(element.dataset.interval || 2000);
   let delay = base;
   let timer = null;
+  // The fragment last fetched: the DOM serializes markup its own way (entities, boolean
+  // attributes) and scrollableByKeyboard adds attributes, so innerHTML is no comparison.
+  let last = element.innerHTML.trim();
   const schedule = () => { timer = setTimeout(poll, delay); };
   async function poll() {
     if (document.hidden) { schedule(); return; }
@@ -38,8 +41,10 @@ function live(element) {
       if (response.status === 401 || response.redirected) { location.reload(); return; }
       if (!response.ok) throw new Error(String(response.status));
       const html = await response.text();
-      if (html !== element.innerHTML.trim()) {
+      if (html.trim() !== last) {
         element.innerHTML = html;
+        last = html.trim();
+        scrollableByKeyboard(element);
         delay = base;
       } else {
         delay = Math.min(delay * 1.5, 30000);
@@ -51,6 +56,24 @@ function live(element) {
     schedule();
   }
   if (!element.querySelector("[data-settled]")) schedule();
+}
+
+// A table wider than the screen scrolls inside its .table-wrap: the wrapper then takes the
+// keyboard focus (tabindex 0), so that it can be scrolled without a mouse, named after the
+// table's caption when it has one.
+function scrollableByKeyboard(root) {
+  root.querySelectorAll(".table-wrap").forEach((wrap) => {
+    if (wrap.scrollWidth <= wrap.clientWidth) {
+      wrap.removeAttribute("tabindex");
+      return;
+    }
+    wrap.tabIndex = 0;
+    const caption = wrap.querySelector("caption");
+    if (caption && !wrap.hasAttribute("aria-label")) {
+      wrap.setAttribute("role", "region");
+      wrap.setAttribute("aria-label", caption.textContent.trim());
+    }
+  });
 }
 
 // A button enabled only once the confirmation field holds the expected text.
@@ -84,4 +107,6 @@ document.addEventListener("DOMContentLoaded", () => {
   document.querySelectorAll("[data-live]").forEach(live);
   document.querySelectorAll("[data-confirm-for]").forEach(confirmTyped);
   document.querySelectorAll("[data-copy]").forEach(copyButton);
+  scrollableByKeyboard(document);
+  addEventListener("resize", () => scrollableByKeyboard(document));
 });
