@@ -3,10 +3,14 @@ forms are urlencoded, which the API's paths still refuse."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 from fastapi import FastAPI
 
-from tests.http_client import BASE_URL
+from tenantplane.db.engine import Database
+from tests.conftest import make_settings
+from tests.http_client import BASE_URL, running_app
 
 
 def browser(app: FastAPI) -> httpx.AsyncClient:
@@ -41,3 +45,13 @@ async def test_forms_are_urlencoded_only_under_the_console(app: FastAPI) -> None
             headers={"Content-Type": "application/x-www-form-urlencoded"},
         )
         assert form_to_api.status_code == 415
+
+
+async def test_a_deployment_without_the_console_serves_none_of_it(
+    database: Database, database_url: str, tmp_path: Path
+) -> None:
+    settings = make_settings(database_url, tmp_path, console=False)
+    async with running_app(settings) as app, browser(app) as http:
+        for path in ("/console/", "/console/sign-in", "/console/static/console.css"):
+            assert (await http.get(path)).status_code == 404, path
+        assert (await http.get("/healthz")).status_code == 200
