@@ -78,10 +78,13 @@ async def test_the_kubeconfig_download_is_a_valid_kubeconfig(
         await wait_running(client, tenant.path, tenant.admin_key, "web")
         detail = await console.get("clusters/web")
         assert "Download kubeconfig" in detail.text
+        assert "Certificate authority" in detail.text
         downloaded = await console.post("clusters/web/kubeconfig")
         assert downloaded.status_code == 200, downloaded.text
         assert "attachment" in downloaded.headers["content-disposition"]
         document = yaml.safe_load(downloaded.text)
+        ca = document["clusters"][0]["cluster"]["certificate-authority-data"]
+        assert ca in detail.text
         assert document["current-context"] == f"{tenant.name}-web"
         assert document["users"][0]["user"]["token"]
         assert document["clusters"][0]["cluster"]["server"].startswith("https://")
