@@ -208,6 +208,7 @@ def test_the_command_list_is_complete() -> None:
         "keys rotate",
         "events verify",
         "events export",
+        "console-login",
         "doctor",
     }
 
