@@ -18,6 +18,7 @@ from tests.http_client import bearer
 from tests.secret.support import wait_for_phase
 
 ETAG_FIELD = re.compile(r'name="etag" value="([^"]*)"')
+DIGEST_FIELD = re.compile(r'name="targets_digest" value="([0-9a-f]+)"')
 
 
 def field_error(page: httpx.Response, field_id: str) -> str:
@@ -143,6 +144,8 @@ async def test_replacing_the_targets_takes_the_forms_etag_and_a_stale_form_is_re
         assert found is not None
         etag = html.unescape(found.group(1))
         assert etag
+        read_with = DIGEST_FIELD.search(detail.text)
+        assert read_with is not None
 
         # The first row cleared (removed), a new one added.
         edited = await console.post(
@@ -155,8 +158,14 @@ async def test_replacing_the_targets_takes_the_forms_etag_and_a_stale_form_is_re
 
         # Settled, so that the form answered below holds the current ETag.
         await wait_for_phase(client, path, tenant.admin_key, "Synced")
+        # The form as read before that change: its targets are no longer the current ones.
         stale = await console.post(
-            "secrets/app/targets", [("etag", etag), *target_rows(("prod", "c", ""))]
+            "secrets/app/targets",
+            [
+                ("etag", etag),
+                ("targets_digest", read_with.group(1)),
+                *target_rows(("prod", "c", "")),
+            ],
         )
         assert stale.status_code == 412
         assert "changed meanwhile" in stale.text
@@ -172,6 +181,33 @@ async def test_replacing_the_targets_takes_the_forms_etag_and_a_stale_form_is_re
         )
         assert emptied.status_code == 303, emptied.text
         assert (await client.get(path, headers=bearer(tenant.admin_key))).json()["sync"] == []
+
+
+async def test_a_form_read_before_a_new_sync_status_still_saves_its_targets(
+    app: FastAPI, client: httpx.AsyncClient, factory: Factory
+) -> None:
+    """The detail page shows the sync status arriving live; the ETag moves with it, yet the
+    targets the form was read with are still the current ones: the edit is saved."""
+    tenant = await factory.tenant()
+    await factory.cluster_row(tenant.id, "prod")
+    path = f"{tenant.path}/secrets/app"
+    body = {"name": "app", "secretPath": "a", "sync": [{"cluster": "prod", "namespace": "a"}]}
+    created = await client.post(
+        f"{tenant.path}/secrets", json=body, headers=bearer(tenant.admin_key)
+    )
+    assert created.status_code == 201
+    read_at = created.headers["etag"]
+    await wait_for_phase(client, path, tenant.admin_key, "Synced")
+    assert (await client.get(path, headers=bearer(tenant.admin_key))).headers["etag"] != read_at
+    async with console_session(app, tenant.name, tenant.admin_email) as console:
+        read_with = DIGEST_FIELD.search((await console.get("secrets/app")).text)
+        assert read_with is not None
+        edited = await console.post(
+            "secrets/app/targets",
+            [("etag", read_at), ("targets_digest", read_with.group(1)), *target_rows(BLANK)],
+        )
+        assert edited.status_code == 303, edited.text
+    assert (await client.get(path, headers=bearer(tenant.admin_key))).json()["sync"] == []
 
 
 async def test_delete_needs_the_typed_name(

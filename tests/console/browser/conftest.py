@@ -1,5 +1,6 @@
 """The browser tests' fixtures: one `tenantplane serve` process (SQLite, the simulator) with
-the loopback OIDC provider for the whole run, Debian's Chromium driven by Playwright, and
+the loopback OIDC provider and the fake Paddle (billing.py) for the whole run, Debian's
+Chromium driven by Playwright (the provider's receipt host on loopback: receipts.py), and
 browsing contexts that record what every test's browser sent and received (traffic.py):
 after each test, no request may have left the server's origin, every console page must
 have carried the Content-Security-Policy header and the browser must have reported no CSP
@@ -7,9 +8,12 @@ violation. A failing test leaves a screenshot of each of its pages in the artifa
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 from collections.abc import Generator, Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import httpx
@@ -23,15 +27,19 @@ from playwright.sync_api import (
 )
 
 from tests.console.browser.accessibility import axe_source
+from tests.console.browser.billing import billing_env, link_to_paddle, paid_invoice
 from tests.console.browser.contexts import TIMEOUT_MS, OpenContext, new_context
+from tests.console.browser.receipts import ReceiptHost, receipt_host
 from tests.console.browser.steps import (
     ConsoleServer,
     create_cluster_by_api,
     sign_in_with_link,
+    wait_for_document,
     wait_until_running,
 )
 from tests.console.browser.traffic import Traffic
-from tests.contract.server import create_tenant, server_env, serving
+from tests.contract.server import TENANTPLANE, server_env, serving
+from tests.fakes.paddle import FakePaddle
 from tests.oidc_provider import mock_provider
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -44,6 +52,7 @@ READER = "rui@acme.example"
 # list (about one), so the list is seen showing it change.
 SIMULATOR_STEP_SECONDS = "3"
 RUNNING_CLUSTER = "web"
+SYNCED_SECRET = "db-creds"
 
 expect.set_options(timeout=TIMEOUT_MS)
 
@@ -71,13 +80,25 @@ def artifacts() -> Path:
 
 
 @pytest.fixture(scope="session")
-def console_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleServer]:
+def paddle() -> Iterator[FakePaddle]:
+    """The payment provider of the server (billing.py), on a loopback port."""
+    fake = FakePaddle().start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture(scope="session")
+def console_server(
+    tmp_path_factory: pytest.TempPathFactory, paddle: FakePaddle
+) -> Iterator[ConsoleServer]:
     """The server for the whole run: tenant acme, an admin and a read-only member whose
-    verified addresses the identity provider knows (their subjects are their addresses)."""
+    verified addresses the identity provider knows (their subjects are their addresses),
+    the tenant a customer of the fake Paddle."""
     directory = tmp_path_factory.mktemp("console-server")
     with mock_provider() as provider:
         env = {
             **server_env(directory),
+            **billing_env(paddle),
             "TENANTPLANE_OIDC_ISSUER": provider.issuer,
             "TENANTPLANE_OIDC_AUDIENCE": provider.audience,
             # The mock provider authenticates its clients; any secret will do.
@@ -86,12 +107,19 @@ def console_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console
         }
         log = directory / "server.log"
         with serving(env, log) as base_url:
-            admin_key, _ = create_tenant(env, TENANT)
+            creation = ("tenant", "create", TENANT, "--plan", "enterprise", "--admin-email", ADMIN)
+            created = subprocess.run(
+                [TENANTPLANE, *creation, "--json"], env=env, capture_output=True, check=True
+            )
+            admin_key = json.loads(created.stdout)["apiKey"]["key"]
             server = ConsoleServer(
                 base_url, provider.issuer, TENANT, admin_key, ADMIN, READER, env, log
             )
-            for email, role in ((ADMIN, "admin"), (READER, "readonly")):
-                server.operator("member", "add", TENANT, email, "--role", role)
+            server.operators(
+                ("member", "add", TENANT, READER, "--role", "readonly"),
+                link_to_paddle(server, paddle),
+            )
+            for email in (ADMIN, READER):
                 claims = {"email": email, "email_verified": True}
                 answer = httpx.put(f"{provider.issuer}/users/{quote(email, safe='')}", json=claims)
                 answer.raise_for_status()
@@ -99,11 +127,20 @@ def console_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console
 
 
 @pytest.fixture(scope="session")
-def browser() -> Iterator[Browser]:
+def receipts() -> Iterator[ReceiptHost]:
+    """Where the browser finds the payment provider's receipts (receipts.py)."""
+    with receipt_host() as host:
+        yield host
+
+
+@pytest.fixture(scope="session")
+def browser(receipts: ReceiptHost) -> Iterator[Browser]:
     if not CHROMIUM.exists():
         pytest.fail(f"{CHROMIUM} is missing: run scripts/test-deps (as root: it installs it)")
     with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM))
+        launched = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=[f"--host-resolver-rules={receipts.resolver_rule}"]
+        )
         yield launched
         launched.close()
 
@@ -180,9 +217,39 @@ def running_cluster(
 
 
 @pytest.fixture(scope="session")
-def page_values(console_server: ConsoleServer, running_cluster: str) -> dict[str, str]:
+def synced_secret(console_server: ConsoleServer, running_cluster: str) -> str:
+    """A secret copied into the Running cluster (created through the API)."""
+    with console_server.api() as api:
+        target = {"cluster": running_cluster, "namespace": "default"}
+        body = {"name": SYNCED_SECRET, "secretPath": "apps/db/credentials", "sync": [target]}
+        created = api.post("/secrets", json=body)
+    assert created.status_code == 201, created.text
+    wait_for_document(
+        console_server, f"/secrets/{SYNCED_SECRET}", lambda doc: doc["status"]["phase"] == "Synced"
+    )
+    return SYNCED_SECRET
+
+
+@pytest.fixture(scope="session")
+def invoice(console_server: ConsoleServer, paddle: FakePaddle) -> dict[str, Any]:
+    """The tenant's first invoice, paid through Paddle (its API document)."""
+    return paid_invoice(console_server, paddle)
+
+
+@pytest.fixture(scope="session")
+def page_values(
+    console_server: ConsoleServer,
+    running_cluster: str,
+    synced_secret: str,
+    invoice: dict[str, Any],
+) -> dict[str, str]:
     """What fills the placeholders of pages.PAGES' paths."""
-    return {"tenant": console_server.tenant, "cluster": running_cluster}
+    return {
+        "tenant": console_server.tenant,
+        "cluster": running_cluster,
+        "secret": synced_secret,
+        "invoice": str(invoice["name"]),
+    }
 
 
 @pytest.fixture(scope="session")

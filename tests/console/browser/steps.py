@@ -5,17 +5,23 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Frame, Locator, Page, expect
 
 from tests.console.browser.traffic import Traffic
 from tests.contract.server import TENANTPLANE
 
 # A cluster's phase takes a few simulator steps to change; a loaded machine is slow.
 PHASE_TIMEOUT_MS = 120_000
+# What a reconciler does by itself (a secret synced, a payment applied) is this long at most.
+RECONCILE_TIMEOUT_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
@@ -42,6 +48,21 @@ class ConsoleServer:
         )
         assert done.returncode == 0, f"tenantplane {' '.join(arguments)}: {done.stderr}"
         return done.stdout
+
+    def operators(self, *commands: Sequence[str]) -> None:
+        """Several operator commands at once: each is a process that takes seconds to start."""
+        started = [
+            subprocess.Popen(
+                [TENANTPLANE, *command],
+                env=self.env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+            for command in commands
+        ]
+        for command, process in zip(commands, started, strict=True):
+            _, errors = process.communicate()
+            assert process.returncode == 0, f"tenantplane {' '.join(command)}: {errors!r}"
 
     def api(self) -> httpx.Client:
         """The public API as the tenant's admin key (to check what the browser changed)."""
@@ -113,3 +134,38 @@ def wait_until_running(page: Page, server: ConsoleServer, cluster: str) -> None:
     """On the clusters list, which polls while a cluster changes, until ``cluster`` runs."""
     page.goto(server.tenant_url("clusters"))
     expect(phase_badge(page, cluster)).to_have_text("Running", timeout=PHASE_TIMEOUT_MS)
+
+
+def wait_for_document(
+    server: ConsoleServer, path: str, done: Callable[[dict[str, Any]], bool]
+) -> dict[str, Any]:
+    """The API's document at ``path`` (under the tenant) once ``done`` holds of it."""
+    give_up = time.monotonic() + RECONCILE_TIMEOUT_SECONDS
+    with server.api() as api:
+        while True:
+            answer = api.get(path)
+            assert answer.status_code == 200, answer.text
+            document: dict[str, Any] = answer.json()
+            if done(document):
+                return document
+            assert time.monotonic() < give_up, f"{path} never became as expected: {document}"
+            time.sleep(0.2)  # polling a condition with a deadline
+
+
+@contextmanager
+def not_reloaded(page: Page) -> Iterator[None]:
+    """The block's expectations are met by the document shown when it began (a live region
+    polled by console.js): the main frame does not navigate, and a mark set on its window
+    survives."""
+    navigations: list[str] = []
+
+    def count_navigation(frame: Frame) -> None:
+        if frame == page.main_frame:
+            navigations.append(frame.url)
+
+    page.on("framenavigated", count_navigation)
+    page.evaluate("window.consoleTestMark = 'not reloaded'")
+    yield
+    page.remove_listener("framenavigated", count_navigation)
+    assert page.evaluate("window.consoleTestMark") == "not reloaded"
+    assert navigations == []

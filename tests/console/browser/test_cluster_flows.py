@@ -10,9 +10,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Frame, Page, expect
+from playwright.sync_api import Page, expect
 
-from tests.console.browser.steps import PHASE_TIMEOUT_MS, ConsoleServer, phase_badge
+from tests.console.browser.steps import (
+    PHASE_TIMEOUT_MS,
+    ConsoleServer,
+    not_reloaded,
+    phase_badge,
+)
 
 pytestmark = pytest.mark.console
 
@@ -41,19 +46,9 @@ def test_a_cluster_created_through_the_form_reaches_running_on_the_live_list(
     served_row = listed.text().split(f'data-cluster="{CLUSTER}"', 1)[1].split("</tr>", 1)[0]
     assert ">Running<" not in served_row, "the cluster ran before the list was shown"
 
-    # ... and the same document, never reloaded, shows it Running: the mark set on this
-    # window survives and no navigation happened in between.
-    navigations: list[str] = []
-
-    def count_navigation(frame: Frame) -> None:
-        if frame == page.main_frame:
-            navigations.append(frame.url)
-
-    page.on("framenavigated", count_navigation)
-    page.evaluate("window.consoleTestMark = 'not reloaded'")
-    expect(phase_badge(page, CLUSTER)).to_have_text("Running", timeout=PHASE_TIMEOUT_MS)
-    assert page.evaluate("window.consoleTestMark") == "not reloaded"
-    assert navigations == []
+    # ... and the same document, never reloaded, shows it Running.
+    with not_reloaded(page):
+        expect(phase_badge(page, CLUSTER)).to_have_text("Running", timeout=PHASE_TIMEOUT_MS)
 
     page.get_by_role("link", name=CLUSTER, exact=True).click()
     expect(page.get_by_role("heading", level=1)).to_contain_text(CLUSTER)

@@ -6,7 +6,9 @@ load their scripts, styles and fragments from the server alone. During a member'
 sign-in the browser is on the identity provider's pages (``allowing`` its origin for those
 steps only); the mock provider's page also links a stylesheet on a CDN, a request of the
 provider's page, not of the console's, recorded apart. A request to any origin but the
-server's and the provider's is aborted before it leaves the machine, and still counted.
+server's and the provider's is aborted, and still counted; the target of a redirect, which
+request routing does not see, cannot leave the machine either: the browser resolves no name
+but loopback's and the receipt host's (receipts.py, --host-resolver-rules).
 """
 
 from __future__ import annotations

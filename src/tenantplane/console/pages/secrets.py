@@ -3,6 +3,8 @@ status (live), replacing the targets (If-Match) and a typed delete."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -194,6 +196,12 @@ async def _read(page: Page, name: str) -> ApiAnswer:
     return answer
 
 
+def _targets_digest(targets: list[Any]) -> str:
+    """The targets an edit form was read with, as the form carries them back."""
+    canonical = json.dumps(targets, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
 def _not_found(page: Page, answer: ApiAnswer) -> HTMLResponse:
     return page.message("Secret", answer.error, answer.status, "secrets")
 
@@ -221,6 +229,7 @@ async def _detail(
         targets=_target_statuses(secret),
         settled=_settled([secret]),
         etag=answer.headers.get("etag", ""),
+        targets_digest=_targets_digest(secret["sync"]),
         rows=shown,
         errors=errors or {},
         known=["confirm", *_shown_fields(shown)],
@@ -254,18 +263,31 @@ async def replace_targets(page: PageDep, name: str) -> Response:
     rows = _posted_rows(page.form)
     targets, origins = _targets(rows)
     etag = str(page.form.get("etag", ""))
-    headers = {"If-Match": etag} if etag else None
-    answer = await page.api.call(
-        "PATCH", _path(page, name), json={"sync": targets}, headers=headers
-    )
+    answer = await _patch_targets(page, name, targets, etag)
+    read_with = str(page.form.get("targets_digest", ""))
+    if answer.status == 412 and read_with:
+        # The ETag moves with every new sync status too, which the page shows arriving live:
+        # when the targets are still those the form was read with, saving overwrites nothing
+        # unseen, so it is done again under the current ETag (a 412 again if they change).
+        current = await _read(page, name)
+        if current.ok and _targets_digest(current.body["sync"]) == read_with:
+            answer = await _patch_targets(page, name, targets, current.headers.get("etag", ""))
     if answer.status == 412:
-        # Someone (or the sync controller) changed it since the form was read: show the
-        # current targets instead of writing over a change nobody has seen.
+        # Someone changed the targets since the form was read: show the current ones
+        # instead of writing over a change nobody has seen.
         return await _detail(page, name, status=412, changed_meanwhile=True)
     if not answer.ok:
         errors = _row_errors(answer, origins)
         return await _detail(page, name, status=answer.status, errors=errors, rows=rows)
     return page.redirect(f"secrets/{quote(name)}", "Sync targets saved.")
+
+
+async def _patch_targets(page: Page, name: str, targets: list[Any], etag: str) -> ApiAnswer:
+    headers = {"If-Match": etag} if etag else None
+    answer = await page.api.call(
+        "PATCH", _path(page, name), json={"sync": targets}, headers=headers
+    )
+    return answer
 
 
 @router.post("/{name}/delete")
