@@ -33,7 +33,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import structlog
-from sqlalchemy import event, func, select
+from sqlalchemy import ColumnElement, event, func, select
 from sqlalchemy.engine.default import DefaultExecutionContext
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
@@ -186,6 +186,17 @@ def database_time(context: DefaultExecutionContext) -> datetime:
     """A column default: now by the database's clock of the connection inserting the row."""
     clock: DatabaseClock = context.root_connection.info[CLOCK]
     return clock.anchored_now()
+
+
+def due_now(session: AsyncSession) -> datetime | ColumnElement[datetime]:
+    """Now, for a row made due at once, as leases compare it (reconcile/fetcher.py):
+    PostgreSQL's ``now()`` in the statement (the transaction's start: never later than a
+    look that follows the commit), the machine's clock on SQLite. The anchored clock may run
+    ahead of the database's by up to half a round trip: a row marked with it could be found
+    not yet due by a reconciler woken at the commit, which would look again only later."""
+    if session.get_bind().dialect.name != "postgresql":
+        return utcnow()
+    return func.now()
 
 
 async def database_now(session: AsyncSession) -> datetime:

@@ -24,7 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from ulid import ULID
 
 from tenantplane.db.base import rfc3339
-from tenantplane.db.clock import clock_of
+from tenantplane.db.clock import clock_of, due_now
 from tenantplane.db.rows import update_rows
 from tenantplane.event.chain import canonical_json, chained_hash, columns_of
 from tenantplane.event.models import GENESIS, Event, EventChain
@@ -197,7 +197,7 @@ async def append_all(
     subscribed = await session.execute(
         update(Webhook)
         .where(Webhook.tenant_id.in_(tenant_ids), Webhook.enabled.is_(True))
-        .values(reconcile_at=time)
+        .values(reconcile_at=due_now(session))
         .returning(Webhook.id)
     )
     if subscribed.first() is not None:
