@@ -13,14 +13,13 @@ import base64
 import hashlib
 import secrets
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlencode
 
 import httpx
 import jwt
 
-from tenantplane.config import Settings
 from tenantplane.http.errors import Unauthenticated
+from tenantplane.providers.identity.keys import KeyCache, ProviderUnavailable, check_transport
 
 
 @dataclass(frozen=True)
@@ -39,28 +38,31 @@ class AuthorizationRequest:
 
 
 class OidcClient:
-    """The console as a client of the configured issuer."""
+    """The console as a client of the configured issuer, whose discovery document it reads
+    from the API's verifier's cache (providers/identity/keys.py), never once more per
+    sign-in; the endpoints must be HTTPS (or loopback), as the key set's is."""
 
-    def __init__(self, settings: Settings) -> None:
-        assert settings.oidc_issuer is not None
-        assert settings.oidc_audience is not None
-        self.issuer = settings.oidc_issuer.rstrip("/")
-        self.client_id = settings.oidc_audience
-        secret = settings.console_oidc_client_secret
-        self.client_secret = secret.get_secret_value() if secret else None
-        self.timeout = settings.oidc_http_timeout_seconds
+    def __init__(self, keys: KeyCache, client_id: str, client_secret: str | None) -> None:
+        self.keys = keys
+        self.client_id = client_id
+        self.client_secret = client_secret
 
-    async def _metadata(self, http: httpx.AsyncClient) -> dict[str, Any]:
-        answer = await http.get(f"{self.issuer}/.well-known/openid-configuration")
-        answer.raise_for_status()
-        metadata: dict[str, Any] = answer.json()
-        return metadata
+    async def _endpoint(self, name: str) -> str:
+        """``authorization_endpoint`` or ``token_endpoint``; ProviderUnavailable when the
+        provider names none, or one this service must not use."""
+        provider = await self.keys.current()
+        url: str | None = getattr(provider, name)
+        if url is None:
+            raise ProviderUnavailable(f"discovery document has no {name}")
+        try:
+            check_transport(url, name)
+        except ValueError as exc:
+            raise ProviderUnavailable(str(exc)) from exc
+        return url
 
     async def authorization_url(
         self, request: AuthorizationRequest, state: str, redirect_uri: str
     ) -> str:
-        async with httpx.AsyncClient(timeout=self.timeout) as http:
-            endpoint = (await self._metadata(http))["authorization_endpoint"]
         query = urlencode(
             {
                 "response_type": "code",
@@ -73,7 +75,7 @@ class OidcClient:
                 "code_challenge_method": "S256",
             }
         )
-        return f"{endpoint}?{query}"
+        return f"{await self._endpoint('authorization_endpoint')}?{query}"
 
     async def exchange(self, code: str, code_verifier: str, redirect_uri: str) -> str:
         """The ID token the code is exchanged for."""
@@ -86,9 +88,11 @@ class OidcClient:
         }
         if self.client_secret is not None:
             form["client_secret"] = self.client_secret
-        async with httpx.AsyncClient(timeout=self.timeout) as http:
-            endpoint = (await self._metadata(http))["token_endpoint"]
-            answer = await http.post(endpoint, data=form)
+        endpoint = await self._endpoint("token_endpoint")
+        try:
+            answer = await self.keys.http.client.post(endpoint, data=form)
+        except httpx.HTTPError as exc:
+            raise ProviderUnavailable(f"POST {endpoint} failed: {exc}") from exc
         if answer.status_code != 200:
             raise Unauthenticated("the identity provider refused the sign-in")
         token = answer.json().get("id_token")

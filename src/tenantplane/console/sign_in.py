@@ -3,7 +3,6 @@ one-time links `tenantplane console-login` prints on a deployment without an iss
 
 from __future__ import annotations
 
-import httpx
 import structlog
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -26,15 +25,24 @@ from tenantplane.console.web import (
 from tenantplane.db.engine import Database
 from tenantplane.http.errors import ApiError
 from tenantplane.http.names import is_dns_label
+from tenantplane.providers.identity.keys import ProviderUnavailable
+from tenantplane.providers.identity.oidc import OidcVerifier
 
 log = structlog.get_logger(__name__)
 router = APIRouter(prefix="/console", include_in_schema=False)
 
 
-def _oidc(settings: Settings) -> OidcClient | None:
-    if settings.oidc_issuer is None or settings.oidc_audience is None:
+def _oidc(request: Request) -> OidcClient | None:
+    """The console as the OIDC client of the issuer the API verifies tokens of (none when
+    no issuer is configured)."""
+    verifier = request.app.state.token_verifier
+    if not isinstance(verifier, OidcVerifier):
         return None
-    return OidcClient(settings)
+    settings: Settings = request.app.state.settings
+    secret = settings.console_oidc_client_secret
+    return OidcClient(
+        verifier.keys, verifier.audience, secret.get_secret_value() if secret else None
+    )
 
 
 def _origin(request: Request) -> str:
@@ -55,7 +63,6 @@ def _secure(request: Request) -> bool:
 def sign_in_page(
     request: Request, *, tenant: str = "", error: str = "", field: str = "", status: int = 200
 ) -> HTMLResponse:
-    settings: Settings = request.app.state.settings
     return render(
         request,
         "sign_in.html",
@@ -63,7 +70,7 @@ def sign_in_page(
         tenant=tenant,
         error=error,
         error_field=field,
-        oidc=_oidc(settings) is not None,
+        oidc=_oidc(request) is not None,
         viewer=None,
     )
 
@@ -151,7 +158,7 @@ async def sign_in_with_key(request: Request) -> Response:
 async def sign_in_with_oidc(request: Request) -> Response:
     form = await read_form(request)
     tenant = _tenant_of(str(form.get("tenant", "")))
-    client = _oidc(request.app.state.settings)
+    client = _oidc(request)
     if client is None:
         return sign_in_page(request, error="no identity provider is configured", status=400)
     if tenant is None:
@@ -165,7 +172,7 @@ async def sign_in_with_oidc(request: Request) -> Response:
         )
     try:
         url = await client.authorization_url(authorization, state, _redirect_uri(request))
-    except httpx.HTTPError as exc:
+    except ProviderUnavailable as exc:
         log.warning("identity provider unreachable", error=str(exc))
         return sign_in_page(
             request, tenant=tenant, error="the identity provider cannot be reached", status=503
@@ -194,7 +201,7 @@ async def sign_in_with_oidc(request: Request) -> Response:
 
 @router.get("/oidc/callback")
 async def oidc_callback(request: Request) -> Response:
-    client = _oidc(request.app.state.settings)
+    client = _oidc(request)
     state = request.query_params.get("state", "")
     code = request.query_params.get("code", "")
     if client is None or not state or not code:
@@ -208,7 +215,8 @@ async def oidc_callback(request: Request) -> Response:
     try:
         id_token = await client.exchange(code, pending.code_verifier, _redirect_uri(request))
         email = await request.app.state.token_verifier.verify(id_token)
-    except httpx.HTTPError:
+    except ProviderUnavailable as exc:
+        log.warning("identity provider unreachable", error=str(exc))
         return sign_in_page(request, error="the identity provider cannot be reached", status=503)
     except ApiError as exc:
         return sign_in_page(request, tenant=pending.tenant, error=exc.error, status=exc.status)

@@ -52,6 +52,9 @@ class ProviderKeys:
     issuer: str
     algorithms: frozenset[str]
     keys: tuple[Mapping[str, Any], ...]
+    # Where a client (the console's sign-in) sends the browser, and exchanges the code.
+    authorization_endpoint: str | None = None
+    token_endpoint: str | None = None
 
     def candidates(self, algorithm: str) -> list[Mapping[str, Any]]:
         """Signing keys that can verify ``algorithm`` (by kty, crv, use and alg)."""
@@ -183,7 +186,17 @@ class KeyCache:
             raise ProviderUnavailable("JWKS has no keys array")
         keys = tuple(key for key in raw_keys if isinstance(key, dict))
         log.info("identity provider keys loaded", issuer=issuer, keys=len(keys))
-        return ProviderKeys(issuer=issuer, algorithms=_algorithms(discovery), keys=keys)
+        return ProviderKeys(
+            issuer=issuer,
+            algorithms=_algorithms(discovery),
+            keys=keys,
+            authorization_endpoint=_text(discovery.get("authorization_endpoint")),
+            token_endpoint=_text(discovery.get("token_endpoint")),
+        )
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _algorithms(discovery: Mapping[str, Any]) -> frozenset[str]:
