@@ -111,14 +111,15 @@ def row(figures: Figures, baseline: Figures | None, note: str = "") -> str:
     others = f"{figures.others_cores:.2f}" + (" LOADED" if figures.loaded else "")
     return (
         f"| {figures.name} | {figures.rate:,.0f} | {figures.p50_ms:.1f} | {figures.p99_ms:.1f} "
-        f"| {figures.cpu_ms_per_request:.2f} | {ratio} | {figures.errors} | {others} | {note} |"
+        f"| {figures.cpu_ms_per_request:.2f} | {ratio} | {figures.errors} "
+        f"| {figures.database_cores:.2f} | {others} | {note} |"
     )
 
 
 HEADER = [
     "| scenario | req/s | p50 ms | p99 ms | CPU ms/req | ratio to (a) | errors "
-    "| others' cores | note |",
-    "|---|---|---|---|---|---|---|---|---|",
+    "| database's cores | others' cores | note |",
+    "|---|---|---|---|---|---|---|---|---|---|",
 ]
 
 #: A machine whose one-minute load average is above this before the run is not idle.

@@ -1,6 +1,7 @@
 """The application's own CPU per request, without HTTP or a load generator.
 
-`uv run python -m bench.inprocess [--backend sqlite|postgresql|both] [--requests 1000]`
+`uv run python -m bench.inprocess [--backend sqlite|postgresql|both] [--requests 1000]
+[--profile LETTER]`
 
 Builds the app in this process (reconcilers off, logging at WARNING), seeds the same data as
 scenarios (b), (c) and (e), and calls it as an ASGI server would, one request after another
@@ -14,8 +15,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import itertools
 import os
+import pstats
 import tempfile
 import time
 import uuid
@@ -66,7 +69,7 @@ async def _call(
         raise RuntimeError(f"{path} answered {sent[0]['status']}")
 
 
-async def _measure(paths: dict[str, Route], count: int) -> None:
+async def _measure(paths: dict[str, Route], count: int, profile: str | None) -> None:
     from tenantplane.app import create_app
 
     app = create_app()
@@ -76,15 +79,34 @@ async def _measure(paths: dict[str, Route], count: int) -> None:
         for name, (path, headers, creates) in paths.items():
             for _ in range(50):  # warm-up: routes built, statements compiled, caches filled
                 await _call(app, path, headers, _new_secret(names) if creates else None)
+            profiler = _profiler(name, profile)
             started = time.process_time()
             for _ in range(count):
                 await _call(app, path, headers, _new_secret(names) if creates else None)
             cpu = (time.process_time() - started) / count
+            if profiler is not None:
+                profiler.disable()
+                _print_profile(profiler)
             baseline = baseline or cpu
             print(f"| {name} | {cpu * 1e6:,.0f} | {cpu / baseline:.1f} |", flush=True)
 
 
-def run(backend: str, count: int) -> None:
+def _print_profile(profiler: cProfile.Profile) -> None:
+    # Coroutines count once per resumption: compare cumulative times, not call counts.
+    for order in ("tottime", "cumulative"):
+        pstats.Stats(profiler).sort_stats(order).print_stats(40)
+
+
+def _profiler(name: str, profile: str | None) -> cProfile.Profile | None:
+    """A CPU-clock profile of the scenario whose letter ``profile`` names, if any."""
+    if profile is None or not name.startswith(f"({profile})"):
+        return None
+    profiler = cProfile.Profile(time.process_time)
+    profiler.enable()
+    return profiler
+
+
+def run(backend: str, count: int, profile: str | None = None) -> None:
     workdir = Path(tempfile.mkdtemp(prefix="tenantplane-inprocess-"))
     with database(backend, workdir) as url:
         env = environment(url, workdir, run_reconcilers="false", log_level="WARNING")
@@ -110,17 +132,20 @@ def run(backend: str, count: int) -> None:
         }
         print(f"\n### {backend}: {count} sequential requests each, in process\n")
         print("| scenario | CPU µs/request | times (a) |\n|---|---|---|")
-        asyncio.run(_measure(paths, count))
+        asyncio.run(_measure(paths, count, profile))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.inprocess", description=__doc__)
     parser.add_argument("--backend", choices=["sqlite", "postgresql", "both"], default="both")
     parser.add_argument("--requests", type=int, default=1000)
+    parser.add_argument(
+        "--profile", metavar="LETTER", help="print a CPU-clock cProfile of one scenario, e.g. c"
+    )
     arguments = parser.parse_args()
     backends = ["sqlite", "postgresql"] if arguments.backend == "both" else [arguments.backend]
     for backend in backends:
-        run(backend, arguments.requests)
+        run(backend, arguments.requests, arguments.profile)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.server import TICKS_PER_SECOND, Process
+from bench.server import TICKS_PER_SECOND, Process, cpu_seconds
 
 SCRIPT = Path(__file__).with_name("report.lua")
 
@@ -35,6 +35,9 @@ class Figures:
     cpu_by_process: tuple[float, ...] = ()
     #: Cores' worth of CPU used meanwhile by every other process of the machine.
     others_cores: float = 0.0
+    #: Cores' worth of CPU used meanwhile by PostgreSQL's processes (on this machine): the
+    #: database serving the scenario, part of what is measured rather than a neighbour.
+    database_cores: float = 0.0
 
     @property
     def rate(self) -> float:
@@ -55,6 +58,20 @@ def machine_busy_seconds() -> float:
     line, everything but idle and iowait (user nice system idle iowait irq softirq steal)."""
     fields = [int(value) for value in Path("/proc/stat").read_text().split()[1:9]]
     return (sum(fields) - fields[3] - fields[4]) / TICKS_PER_SECOND
+
+
+def database_cpu_seconds() -> float:
+    """CPU seconds of PostgreSQL's processes running now (the postmaster and its children,
+    every one named ``postgres``); a backend that ends during a run takes its CPU with it,
+    so this errs low, towards calling a run loaded."""
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if stat.with_name("comm").read_text().strip() == "postgres":
+                total += cpu_seconds(int(stat.parent.name))
+        except (OSError, ValueError):
+            continue  # the process has ended
+    return total
 
 
 def own_cpu_seconds() -> float:
@@ -117,11 +134,13 @@ def run_wrk(
     watched = [server, *(also or [])]
     settle(watched)
     before = [process.cpu() for process in watched]
-    busy, own, started = machine_busy_seconds(), own_cpu_seconds(), time.monotonic()
+    busy, own, database = machine_busy_seconds(), own_cpu_seconds(), database_cpu_seconds()
+    started = time.monotonic()
     done = subprocess.run(command, env=env, check=True, capture_output=True, text=True)
     used = tuple(process.cpu() - start for process, start in zip(watched, before, strict=True))
-    others = machine_busy_seconds() - busy - (own_cpu_seconds() - own) - sum(used)
     wall = time.monotonic() - started
+    database = database_cpu_seconds() - database
+    others = machine_busy_seconds() - busy - (own_cpu_seconds() - own) - sum(used) - database
     for x in done.stdout.splitlines():
         if x.startswith("BENCH_FIRST_ERROR"):
             print(x[:300])
@@ -141,4 +160,5 @@ def run_wrk(
         cpu_seconds=sum(used),
         cpu_by_process=used,
         others_cores=max(0.0, others / wall) if wall > 0 else 0.0,
+        database_cores=max(0.0, database / wall) if wall > 0 else 0.0,
     )

@@ -21,7 +21,8 @@ from tenantplane.reconcile.fetcher import Fetcher
 from tenantplane.reconcile.registry import ReconcileContext
 from tenantplane.reconcile.runner import ReconcilerRunner
 from tenantplane.secret.models import Secret
-from tenantplane.secret.reconciler import SecretReconciler, SecretView, build_secret_reconciler
+from tenantplane.secret.reconciler import SecretReconciler, build_secret_reconciler
+from tenantplane.secret.sync_view import SecretView
 from tests.conftest import make_settings
 from tests.factories import Factory, expire_lease, fence_of
 from tests.http_client import api_client, bearer, running_app

@@ -16,8 +16,7 @@ are classified and answered exactly like any other database error (db/errors.py)
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import orjson
@@ -96,11 +95,25 @@ class PostgresReads:
         snapshot: bool = False,
     ) -> list[Sequence[ReadRow]]:
         prepared = [(self._prepared.of(statement), values) for statement, values in statements]
-        async with self._connection() as connection:
-            if snapshot:
-                async with connection.transaction():
-                    return [await self._rows(connection, *one) for one in prepared]
-            return [await self._rows(connection, *one, single=single) for one in prepared]
+        pool, gate = await self._opened_pool()
+        await self._admitted(gate)
+        try:
+            # getconn and putconn, not the pool's connection() context: two context managers
+            # and a commit() that sends nothing on an autocommit connection cost a tenth of
+            # a read (bench/history.md, round 18).
+            try:
+                connection = await pool.getconn()
+            except PoolTimeout as exc:
+                raise self._timed_out() from exc
+            try:
+                if snapshot:
+                    async with connection.transaction():
+                        return [await self._rows(connection, *one) for one in prepared]
+                return [await self._rows(connection, *one, single=single) for one in prepared]
+            finally:
+                await pool.putconn(connection)
+        finally:
+            gate.release()
 
     async def _rows(
         self,
@@ -142,18 +155,6 @@ class PostgresReads:
                 connection_invalidated=connection.broken,
                 dialect=self.dialect,
             ) from exc
-
-    @asynccontextmanager
-    async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
-        pool, gate = await self._opened_pool()
-        await self._admitted(gate)
-        try:
-            async with pool.connection() as connection:
-                yield connection
-        except PoolTimeout as exc:
-            raise self._timed_out() from exc
-        finally:
-            gate.release()
 
     async def _admitted(self, gate: asyncio.Semaphore) -> None:
         """Wait for one of the pool's connections in a plain FIFO queue: under load (many

@@ -71,7 +71,7 @@ class PageQuery:
         return seal(self.keys, Purpose.list_continue, payload)
 
 
-def page_query(
+async def page_query(
     request: Request,
     limit: Annotated[
         int | None,
@@ -86,7 +86,8 @@ def page_query(
         ),
     ] = None,
 ) -> PageQuery:
-    """The dependency of every list that pages."""
+    """The dependency of every list that pages (async: a plain function would be run in a
+    worker thread, a handoff that cost a list more than its own query)."""
     return PageQuery(limit, token, request.app.state.keys)
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
@@ -18,111 +17,38 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.schema import Table
 
-from tenantplane.cluster.models import Cluster, ClusterPhase
 from tenantplane.db.base import rfc3339
-from tenantplane.event.log import Draft, append_all, platform_event
+from tenantplane.event.log import Draft, append_all
 from tenantplane.providers.sync import (
-    ClusterRef,
     CopySpec,
     SyncError,
     SyncPending,
     SyncProvider,
 )
 from tenantplane.providers.sync.simulator import SimulatorSyncProvider
-from tenantplane.providers.vault import PathCheck, PathStatus, VaultPaths, build_vault_paths
+from tenantplane.providers.vault import PathCheck, VaultPaths, build_vault_paths
 from tenantplane.reconcile import Fence, LeaseGuard, Reconciler
 from tenantplane.reconcile.lease import GuardedWrite, update_each
 from tenantplane.reconcile.registry import ReconcileContext
 from tenantplane.secret.models import Secret, SyncPhase
 from tenantplane.secret.repository import SecretRepository
-from tenantplane.secret.status import (
-    ConditionType,
-    Reason,
-    TargetKey,
-    condition,
-    overall_phase,
-    ready_condition,
-    status_entry,
-    target_key,
+from tenantplane.secret.status import Reason, TargetKey, overall_phase, status_entry, target_key
+from tenantplane.secret.sync_status import (
+    path_failure,
+    sync_conditions,
+    target_events,
+    without_times,
+)
+from tenantplane.secret.sync_view import (
+    ClusterView,
+    CopyKey,
+    SecretView,
+    SyncOutcome,
+    applied_entry,
+    copy_key,
 )
 
 log = structlog.get_logger(__name__)
-
-CopyKey = tuple[str, str, str]  # (cluster uid, namespace, secret name)
-
-
-@dataclass(frozen=True)
-class ClusterView:
-    uid: str
-    name: str
-    phase: str
-    deleting: bool
-    endpoint: str
-    certificate_authority: str
-
-    def ref(self, tenant: str) -> ClusterRef:
-        return ClusterRef(self.uid, self.name, self.endpoint, self.certificate_authority, tenant)
-
-    @property
-    def is_running(self) -> bool:
-        return self.phase == ClusterPhase.running.value and not self.deleting
-
-    @classmethod
-    def of(cls, cluster: Cluster) -> ClusterView:
-        return cls(
-            uid=cluster.uid,
-            name=cluster.name,
-            phase=cluster.phase,
-            deleting=cluster.is_terminating,
-            endpoint=cluster.endpoint,
-            certificate_authority=cluster.certificate_authority,
-        )
-
-
-@dataclass(frozen=True)
-class SecretView:
-    id: int
-    uid: str
-    tenant_id: int
-    tenant: str
-    name: str
-    secret_path: str
-    generation: int
-    deleting: bool
-    targets: list[dict[str, str]]
-    applied: list[dict[str, str]]
-    phase: str
-    statuses: list[dict[str, Any]]
-    conditions: list[dict[str, Any]]
-    clusters_by_name: dict[str, ClusterView]
-    clusters_by_uid: dict[str, ClusterView]
-
-    def live_cluster(self, name: str) -> ClusterView | None:
-        """The cluster a target names, unless it is gone or being deleted."""
-        cluster = self.clusters_by_name.get(name)
-        return None if cluster is None or cluster.deleting else cluster
-
-
-@dataclass
-class SyncOutcome:
-    path: PathCheck | None
-    statuses: list[dict[str, Any]] = field(default_factory=list)
-    applied: list[dict[str, str]] = field(default_factory=list)
-    # Copies that could not be removed yet (cluster not Running): try again soon.
-    removals_pending: int = 0
-
-
-def _copy_key(entry: dict[str, str]) -> CopyKey:
-    return (entry["clusterUid"], entry["namespace"], entry["secretName"])
-
-
-def _applied_entry(cluster: ClusterView, target: dict[str, str]) -> dict[str, str]:
-    return {
-        "clusterUid": cluster.uid,
-        "cluster": cluster.name,
-        "namespace": target["namespace"],
-        "secretName": target["secretName"],
-    }
 
 
 class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
@@ -232,9 +158,9 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
         for target, cluster in clusters:
             if cluster is not None:
                 wanted.add((cluster.uid, target["namespace"], target["secretName"]))
-        if _path_failure(path) is None:
+        if path_failure(path) is None:
             placing = [
-                _applied_entry(cluster, target)
+                applied_entry(cluster, target)
                 for target, cluster in clusters
                 if cluster is not None and cluster.is_running
             ]
@@ -267,7 +193,7 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
             return status_entry(
                 target, SyncPhase.pending, Reason.cluster_not_ready, message, last_sync
             )
-        failure = _path_failure(path)
+        failure = path_failure(path)
         if failure is not None:
             phase, reason, message = failure
             return status_entry(target, phase, reason, message, last_sync)
@@ -280,7 +206,7 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
             secret_path=snapshot.secret_path,
         )
         # Recorded whatever the call's result: a copy that may exist must stay known to removal.
-        outcome.applied.append(_applied_entry(cluster, target))
+        outcome.applied.append(applied_entry(cluster, target))
         try:
             written = await self.provider.apply(cluster.ref(snapshot.tenant), copy, fence)
         except SyncPending as exc:
@@ -298,9 +224,9 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
     async def _remove_unwanted(
         self, snapshot: SecretView, wanted: set[CopyKey], outcome: SyncOutcome, fence: Fence
     ) -> None:
-        placed = {_copy_key(entry) for entry in outcome.applied}
+        placed = {copy_key(entry) for entry in outcome.applied}
         for entry in snapshot.applied:
-            key = _copy_key(entry)
+            key = copy_key(entry)
             if key in placed:
                 continue
             if key in wanted:
@@ -406,7 +332,7 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
         if phase is SyncPhase.synced and outcome.removals_pending:
             # Desired state is not reached while a removed target's copy is still there.
             phase = SyncPhase.pending
-        conditions = _conditions(snapshot, outcome, phase, now)
+        conditions = sync_conditions(snapshot, outcome, phase, now)
         settled = phase is SyncPhase.synced
         values: dict[str, Any] = {
             "applied": outcome.applied,
@@ -417,37 +343,12 @@ class SecretReconciler(Reconciler[SecretView, SyncOutcome]):
         visible = {"phase": phase.value, "sync_statuses": outcome.statuses}
         before = {"phase": snapshot.phase, "sync_statuses": snapshot.statuses}
         increment: dict[str, int] = {}
-        if visible != before or _without_times(conditions) != _without_times(snapshot.conditions):
+        if visible != before or without_times(conditions) != without_times(snapshot.conditions):
             values.update(visible, conditions=conditions)
             increment["resource_version"] = 1
         # Written only while the row still has the generation acted on.
         write = GuardedWrite(guard.lease, values, {"generation": snapshot.generation}, increment)
         return write, snapshot, phase
-
-
-def target_events(snapshot: SecretView, statuses: list[dict[str, Any]]) -> list[Draft]:
-    """The targets that failed (from Synced or Pending: ``secret.sync_failed`` with the
-    reason and message) or recovered (from Failed to Synced: ``secret.sync_recovered``) in
-    ``statuses`` against the row's last ones. A target that stays Failed, or goes from Failed
-    to Pending, records nothing (its recovery is when it is Synced again)."""
-    before = {target_key(entry): entry.get("phase") for entry in snapshot.statuses}
-    failed, synced = SyncPhase.failed.value, SyncPhase.synced.value
-    events = []
-    for entry in statuses:
-        was, now = before.get(target_key(entry)), entry["phase"]
-        target = {
-            "cluster": entry["cluster"],
-            "namespace": entry["namespace"],
-            "secretName": entry["secretName"],
-        }
-        if now == failed and was != failed:
-            data = {**target, "reason": entry["reason"], "message": entry["message"]}
-            events.append(platform_event("secret.sync_failed", "secret", snapshot.name, **data))
-        elif now == synced and was == failed:
-            events.append(
-                platform_event("secret.sync_recovered", "secret", snapshot.name, **target)
-            )
-    return events
 
 
 async def _transaction_for(session: AsyncSession) -> bool:
@@ -467,68 +368,10 @@ async def _record_copies(snapshot: SecretView, placing: list[dict[str, str]], fe
     """Before placing copies not yet known, add them to the row's ``applied`` under the
     lease (the intent): a worker that loses its lease after a write, before its apply,
     leaves no copy that whoever holds the row next does not know to remove."""
-    known = {_copy_key(entry) for entry in snapshot.applied}
-    new = [entry for entry in placing if _copy_key(entry) not in known]
+    known = {copy_key(entry) for entry in snapshot.applied}
+    new = [entry for entry in placing if copy_key(entry) not in known]
     if new:
         await fence.hold(applied=[*snapshot.applied, *new])
-
-
-def _path_failure(path: PathCheck | None) -> tuple[SyncPhase, Reason, str] | None:
-    if path is None:
-        return None
-    if path.status in {PathStatus.not_found, PathStatus.version_deleted}:
-        return SyncPhase.failed, Reason.secret_path_not_found, path.message
-    if path.status is PathStatus.denied:
-        return SyncPhase.failed, Reason.vault_access_denied, path.message
-    if path.status is PathStatus.unavailable:
-        return SyncPhase.pending, Reason.vault_unavailable, path.message
-    return None
-
-
-_PATH_CONDITION: dict[PathStatus, tuple[str, Reason]] = {
-    PathStatus.found: ("True", Reason.found),
-    PathStatus.not_found: ("False", Reason.secret_path_not_found),
-    PathStatus.version_deleted: ("False", Reason.secret_path_not_found),
-    PathStatus.denied: ("False", Reason.vault_access_denied),
-    PathStatus.unavailable: ("Unknown", Reason.vault_unavailable),
-    PathStatus.not_checked: ("Unknown", Reason.not_checked),
-}
-
-
-def _conditions(
-    snapshot: SecretView, outcome: SyncOutcome, phase: SyncPhase, now: datetime
-) -> list[dict[str, Any]]:
-    status, reason, message = ready_condition(outcome.statuses, phase, observed=True)
-    if outcome.removals_pending:
-        message = f"{message}; {outcome.removals_pending} removed copies still to delete"
-    ready = condition(
-        snapshot.conditions,
-        ConditionType.ready,
-        status,
-        reason,
-        message,
-        generation=snapshot.generation,
-        now=now,
-    )
-    assert outcome.path is not None
-    path_status, path_reason = _PATH_CONDITION[outcome.path.status]
-    resolved = condition(
-        snapshot.conditions,
-        ConditionType.secret_path_resolved,
-        path_status,
-        path_reason,
-        outcome.path.message,
-        generation=snapshot.generation,
-        now=now,
-    )
-    return [ready, resolved]
-
-
-def _without_times(conditions: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [
-        {key: value for key, value in entry.items() if key != "lastTransitionTime"}
-        for entry in conditions
-    ]
 
 
 def build_secret_reconciler(context: ReconcileContext) -> Reconciler[Any, Any] | None:
