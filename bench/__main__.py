@@ -305,20 +305,21 @@ def billing_run(backend: str, options: Options) -> None:
         )
 
 
-def invoices_at_scale(backend: str, options: Options) -> None:
-    """(i) the invoice list with 10,000, then 10 million invoices in the table (PostgreSQL)."""
+def events_at_scale(backend: str, options: Options) -> None:
+    """(i) a filtered page of events with 10,000, then 10 million events in the table
+    (PostgreSQL)."""
     if backend != "postgresql":
         emit(options, f"\n(i) {backend}: not run (10 million rows: PostgreSQL only)")
         return
     with database(backend, options.workdir) as url:
         env = environment(url, options.workdir)
         cli(env, "migrate")
-        tenant = create_tenant(env, f"inv-{uuid.uuid4().hex[:6]}")
+        tenant = create_tenant(env, f"events-{uuid.uuid4().hex[:6]}")
         engine = seed.sync_engine(url)
-        emit(options, f"\n### {backend}: (i) the invoice list as the table grows\n")
+        emit(options, f"\n### {backend}: (i) the event list as the table grows\n")
         emit(options, "\n".join(HEADER))
         try:
-            scale.invoice_list(
+            scale.event_list(
                 engine,
                 env,
                 options,
@@ -537,7 +538,7 @@ def main() -> None:
             if "h" in options.scenarios:
                 simultaneous_creations(backend, options)
             if "i" in options.scenarios:
-                invoices_at_scale(backend, options)
+                events_at_scale(backend, options)
             if "j" in options.scenarios:
                 billing_memory(backend, options)
     finally:

@@ -1,6 +1,6 @@
-"""Cost as the work grows: (i) the invoice list with 10,000 and with 10 million invoices in the
-table, with the plans of its statements; (j) `tenantplane billing run` for 10,000 and for
-100,000 tenants, its time and peak memory. See bench/README.md."""
+"""Cost as the work grows: (i) a filtered page of the event list with 10,000 and with 10
+million events in the table, with the plan of its statement; (j) `tenantplane billing run`
+for 10,000 and for 100,000 tenants, its time and peak memory. See bench/README.md."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from sqlalchemy import (
     Integer,
     String,
     Table,
+    case,
     cast,
     column,
     func,
@@ -26,24 +27,35 @@ from sqlalchemy import (
     select,
     text,
 )
-from sqlalchemy.sql import Select
 
 from bench import seed
 from bench.load import Figures
 from bench.server import CLI, Server
-from tenantplane.billing import repository
-from tenantplane.billing.models import Invoice, InvoiceLineItem
+from tenantplane.event import repository as event_repository
+from tenantplane.event.models import Event
 
 if TYPE_CHECKING:
     from bench.__main__ import Options, Tenant
 
-#: Other tenants whose invoices fill the table around the measured tenant's 120.
+#: Other tenants whose events fill the table around the measured tenant's.
 FILL_TENANTS = 10_000
 SMALL_TABLE = 10_000
 BIG_TABLE = 10_000_000
 #: Rows of one INSERT … SELECT generate_series (one transaction each: progress, bounded WAL).
 FILL_STEP = 1_000_000
-MEASURED_INVOICES = 120
+MEASURED_EVENTS = 1_000
+#: The measured tenant's filled events follow its own (``tenant create`` records a few).
+MEASURED_FIRST_SEQ = 100
+#: The actions the fill cycles through, with their resource kind: a quarter each.
+FILL_ACTIONS = (
+    ("audit", "cluster.create", "cluster"),
+    ("platform", "cluster.phase_changed", "cluster"),
+    ("audit", "secret.update", "secret"),
+    ("platform", "secret.sync_failed", "secret"),
+)
+#: The measured page: a filter on one action (a quarter of the tenant's events), 100 a page.
+EVENT_FILTER = {"action": "cluster.create"}
+PAGE_LIMIT = 100
 
 
 def _table(model: Any) -> Table:
@@ -51,12 +63,12 @@ def _table(model: Any) -> Table:
     return table
 
 
-def fill_invoices(engine: Engine, first_tenant: int, low: int, high: int) -> None:
-    """Invoices ``low`` … ``high - 1`` of the fill, made by PostgreSQL itself (generate_series)
-    through the table's definition: invoice ``i`` is the ``i // FILL_TENANTS``-th period of
-    tenant ``first_tenant + i % FILL_TENANTS``, counted back from a period that ends in ten
-    days, so that no tenant has an ended period for the billing reconciler to close."""
-    anchor = datetime.now(UTC) + timedelta(days=10)
+def fill_events(engine: Engine, tenant: int, tenants: int, low: int, high: int, tag: str) -> None:
+    """Events ``low`` … ``high - 1`` of a fill, made by PostgreSQL itself (generate_series)
+    through the table's definition: event ``i`` belongs to tenant ``tenant + i % tenants``,
+    at position ``MEASURED_FIRST_SEQ + i // tenants`` of its chain, a minute older than the
+    one before it (all within the retention window), its action one of ``FILL_ACTIONS``;
+    ``tag`` keeps the ids of two fills apart."""
     for start in range(low, high, FILL_STEP):
         series = (
             func.generate_series(start, min(start + FILL_STEP, high) - 1)
@@ -64,81 +76,68 @@ def fill_invoices(engine: Engine, first_tenant: int, low: int, high: int) -> Non
             .render_derived(name="series")
         )
         i = series.c.i
-        back = func.make_interval(0, 0, 0, i // FILL_TENANTS * 30)
-        period_start = literal(anchor - timedelta(days=30), Invoice.period_start.type) - back
-        period_end = literal(anchor, Invoice.period_end.type) - back
+        seq = MEASURED_FIRST_SEQ + i // tenants
+        kind = i % len(FILL_ACTIONS)
+        type_, action, resource = (
+            case(*((kind == n, literal(entry[part])) for n, entry in enumerate(FILL_ACTIONS)))
+            for part in range(3)
+        )
+        moment = func.now() - func.make_interval(0, 0, 0, 0, 0, seq - MEASURED_FIRST_SEQ)
+        event_id = literal(tag) + func.lpad(cast(i, String), 25, "0")
+        body = func.json_build_object(
+            "action",
+            action,
+            "actor",
+            func.json_build_object("id", "ops@example.com", "kind", "member"),
+            "id",
+            event_id,
+            "resource",
+            func.json_build_object("kind", resource, "name", "cluster-000"),
+            "seq",
+            seq,
+            "time",
+            func.to_char(func.timezone("UTC", moment), 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+            "type",
+            type_,
+        )
         columns: dict[str, Any] = {
-            "uid": func.md5(cast(i, String)),
-            "tenant_id": first_tenant + i % FILL_TENANTS,
-            "name": literal("fill-") + cast(i, String),
-            "kind": literal("regular"),
-            "plan": literal("starter"),
-            "period_start": period_start,
-            "period_end": period_end,
-            "created_at": period_end,
-            "phase": literal("Paid"),
-            "currency": literal("USD"),
-            "subtotal": literal("42.00"),
-            "credits_applied": literal("0.00"),
-            "tax": literal("0.00"),
-            "total": literal("42.00"),
-            "conditions": cast(literal("[]"), Invoice.conditions.type),
-            "resource_version": literal(1),
+            "tenant_id": tenant + i % tenants,
+            "seq": seq,
+            "id": event_id,
+            "time": moment,
+            "type": type_,
+            "action": action,
+            "resource_kind": resource,
+            "resource_name": literal("cluster-000"),
+            "actor_kind": literal("member"),
+            "actor_id": literal("ops@example.com"),
+            "body": cast(body, String),
+            "hash": func.md5(cast(i, String)) + func.md5(event_id),
         }
         rows = select(*(value.label(name) for name, value in columns.items())).select_from(series)
         with engine.begin() as connection:
-            before = connection.execute(select(func.coalesce(func.max(Invoice.id), 0))).scalar()
-            connection.execute(_table(Invoice).insert().from_select(list(columns), rows))
-            connection.execute(_line_items_of_invoices_after(before))
+            connection.execute(_table(Event).insert().from_select(list(columns), rows))
 
 
-def _line_items_of_invoices_after(invoice_id: Any) -> Any:
-    """One line item for each invoice of id above ``invoice_id`` (the fill's new ones)."""
-    items: dict[str, Any] = {
-        "invoice_id": Invoice.id,
-        "position": literal(0),
-        "kind": literal("cluster"),
-        "description": literal("cluster-000 control plane"),
-        "cluster": literal("cluster-000"),
-        "quantity": literal("720"),
-        "unit": literal("hour"),
-        "unit_price": literal("0.0583"),
-        "amount": literal("42.00"),
-    }
-    rows = select(*(value.label(name) for name, value in items.items())).where(
-        Invoice.id > invoice_id
-    )
-    return _table(InvoiceLineItem).insert().from_select(list(items), rows)
+def _page_values(tenant_id: int) -> dict[str, Any]:
+    return {**EVENT_FILTER, "tenant_id": tenant_id, "limit": PAGE_LIMIT + 1}
 
 
 def explain(engine: Engine, tenant_id: int) -> str:
-    """EXPLAIN (ANALYZE, BUFFERS) of the list's statements as the app's plain reads send them
-    (billing/repository.py, compiled by the engine's dialect), with the measured tenant's values."""
+    """EXPLAIN (ANALYZE, BUFFERS) of the page's statement as the app's plain reads send it
+    (event/repository.py, compiled by the engine's dialect), with the measured tenant's values."""
+    statement = event_repository._page_statement(frozenset(EVENT_FILTER))
+    sql = str(
+        statement.params(_page_values(tenant_id)).compile(
+            dialect=engine.dialect, compile_kwargs={"literal_binds": True}
+        )
+    )
     with engine.connect() as connection:
-        ids = [
-            row.id
-            for row in connection.execute(
-                repository._INVOICE_VERSIONS, {"tenant_id": tenant_id}
-            ).all()
-        ][: repository._IDS_PER_READ]
-        statements: list[tuple[str, Select[Any], dict[str, Any]]] = [
-            ("versions", repository._INVOICE_VERSIONS, {"tenant_id": tenant_id}),
-            ("invoices", repository._INVOICES, {"tenant_id": tenant_id, "ids": ids}),
-            ("line items", repository._LINE_ITEMS, {"tenant_id": tenant_id, "ids": ids}),
-        ]
-        plans = []
-        for name, statement, values in statements:
-            sql = str(
-                statement.params(values).compile(
-                    dialect=engine.dialect, compile_kwargs={"literal_binds": True}
-                )
-            )
-            lines = connection.execute(text(f"EXPLAIN (ANALYZE, BUFFERS) {sql}")).scalars()
-            plans.append(f"-- {name}\n" + "\n".join(lines))
-    return "\n".join(plans)
+        lines = connection.execute(text(f"EXPLAIN (ANALYZE, BUFFERS) {sql}")).scalars()
+        return "\n".join(lines)
 
 
-def invoice_list(
+def event_list(
     engine: Engine,
     env: dict[str, str],
     options: Options,
@@ -147,41 +146,47 @@ def invoice_list(
     drive_with: Callable[[Server], Callable[..., Figures]],
     row: Callable[[Figures, Figures | None, str], str],
 ) -> None:
-    """(i) the measured tenant's 120 invoices listed with 10,000 invoices in the table, then
-    again once other tenants' invoices have filled it to 10 million; the plans of both."""
+    """(i) a filtered page of the measured tenant's 1,000 events with 10,000 events in the
+    table, then again once other tenants' events have filled it to 10 million; the plans."""
     measured = seed.tenant_id(engine, tenant.name)
-    seed.seed_invoices(engine, measured, tenant.name, MEASURED_INVOICES)
+    fill_events(engine, measured, 1, 0, MEASURED_EVENTS, "m")
     others = seed.seed_tenants(
         engine, f"fill-{uuid.uuid4().hex[:4]}", FILL_TENANTS, datetime.now(UTC)
     )
-    fill_invoices(engine, others[0], 0, SMALL_TABLE - MEASURED_INVOICES)
+    fill_events(engine, others[0], FILL_TENANTS, 0, SMALL_TABLE - MEASURED_EVENTS, "f")
     analyze(engine)
-    small = _measure(engine, env, options, tenant, drive_with, "10,000 invoices")
-    emit(row(small[0], small[1], "10,000 invoices in the table"))
+    small = _measure(engine, env, options, tenant, drive_with, "10,000 events")
+    emit(row(small[0], small[1], "10,000 events in the table"))
     started = time.monotonic()
-    fill_invoices(engine, others[0], SMALL_TABLE - MEASURED_INVOICES, BIG_TABLE - MEASURED_INVOICES)
+    fill_events(
+        engine,
+        others[0],
+        FILL_TENANTS,
+        SMALL_TABLE - MEASURED_EVENTS,
+        BIG_TABLE - MEASURED_EVENTS,
+        "f",
+    )
     analyze(engine)
     seeded = time.monotonic() - started
-    big = _measure(engine, env, options, tenant, drive_with, "10 million invoices")
+    big = _measure(engine, env, options, tenant, drive_with, "10 million events")
     ratio = big[0].p99_ms / small[0].p99_ms if small[0].p99_ms else float("nan")
     emit(
         row(
             big[0],
             big[1],
-            f"10,000,000 invoices in the table (filled and analyzed in {seeded:.0f} s); "
+            f"10,000,000 events in the table (filled and analyzed in {seeded:.0f} s); "
             f"p99 10M/10k = {ratio:.2f} (target ≤ 1.5)",
         )
     )
     for label, plans in (("10,000", small[2]), ("10,000,000", big[2])):
-        emit(f"\n(i) plans with {label} invoices in the table:\n\n```\n{plans}\n```")
+        emit(f"\n(i) plan with {label} events in the table:\n\n```\n{plans}\n```")
 
 
 def analyze(engine: Engine) -> None:
     """VACUUM ANALYZE after a bulk fill, as autovacuum would soon do: statistics for the
     planner, and a visibility map for index-only scans."""
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-        connection.execute(text("VACUUM ANALYZE invoices"))
-        connection.execute(text("VACUUM ANALYZE invoice_line_items"))
+        connection.execute(text("VACUUM ANALYZE events"))
         connection.execute(text("VACUUM ANALYZE tenants"))
 
 
@@ -193,14 +198,16 @@ def _measure(
     drive_with: Callable[[Server], Callable[..., Figures]],
     label: str,
 ) -> tuple[Figures, Figures, str]:
-    """A fresh server (no cache of the earlier table), /healthz, then the list."""
-    server = Server(env, options.workdir / "server-invoices.log", options.workers)
+    """A fresh server (nothing cached of the earlier table), /healthz, then the page."""
+    server = Server(env, options.workdir / "server-events.log", options.workers)
+    query = "&".join(f"{key}={value}" for key, value in EVENT_FILTER.items())
+    path = tenant.path(f"/events?{query}&limit={PAGE_LIMIT}")
     try:
         server.wait_ready()
         drive = drive_with(server)
-        drive("warm-up", tenant.path("/invoices"), tenant.headers, seconds=1)
+        drive("warm-up", path, tenant.headers, seconds=1)
         baseline = drive("(a) GET /healthz", "/healthz")
-        figures = drive(f"(i) list 120 invoices, {label}", tenant.path("/invoices"), tenant.headers)
+        figures = drive(f"(i) a filtered page of events, {label}", path, tenant.headers)
     finally:
         server.stop()
     return figures, baseline, explain(engine, seed.tenant_id(engine, tenant.name))

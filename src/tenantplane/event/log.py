@@ -13,19 +13,22 @@ can wait for each other in a cycle.
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import insert, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Integer, any_, bindparam, func, update
+from sqlalchemy.dialects import sqlite
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.schema import Table
 from ulid import ULID
 
 from tenantplane.db.base import rfc3339
 from tenantplane.db.clock import clock_of, due_now
-from tenantplane.db.rows import update_rows
+from tenantplane.db.rows import ROWS, encode_json, insert_from_json, insert_rows, update_rows
 from tenantplane.event.chain import canonical_json, chained_hash, columns_of
 from tenantplane.event.models import GENESIS, Event, EventChain
 from tenantplane.event.webhook.models import Webhook
@@ -115,35 +118,63 @@ async def append(session: AsyncSession, tenant_id: int, draft: Draft) -> dict[st
     return stored
 
 
+_HEAD_COLUMNS = ("tenant_id", "seq", "hash", "purged_seq", "purged_hash", "reconcile_at")
+
+
+@functools.cache
+def _head_upsert(dialect: str) -> Any:
+    """The chain heads' upsert, built once per dialect: on PostgreSQL its rows go as one
+    JSON parameter (db/rows.py: one prepared text whatever their number), on SQLite as an
+    executemany. An upsert that changes nothing takes a row's lock as an update would."""
+    table: Table = EventChain.__table__  # type: ignore[assignment]
+    statement: Any = (
+        insert_from_json(table, _HEAD_COLUMNS) if dialect == "postgresql" else sqlite.insert(table)
+    )
+    return statement.on_conflict_do_update(
+        index_elements=[table.c.tenant_id], set_={"seq": table.c.seq}
+    ).returning(table.c.tenant_id, table.c.seq, table.c.hash)
+
+
+@functools.cache
+def _webhooks_due(dialect: str) -> Any:
+    """The tenants' enabled webhooks made due now (a Core statement: the ORM's bulk update
+    would look for the rows in the session's identity map as well)."""
+    table: Table = Webhook.__table__  # type: ignore[assignment]
+    if dialect == "postgresql":
+        # ``= ANY(array)``: one text for any number of tenants (``IN`` has one per count).
+        tenants = table.c.tenant_id == any_(bindparam("tenant_ids", type_=ARRAY(Integer)))
+        now: Any = func.now()
+    else:
+        tenants = table.c.tenant_id.in_(bindparam("tenant_ids", expanding=True))
+        now = bindparam("now")
+    return (
+        update(table)
+        .where(tenants, table.c.enabled.is_(True))
+        .values(reconcile_at=now)
+        .returning(table.c.id)
+    )
+
+
 async def _lock_heads(
     session: AsyncSession, tenant_ids: Sequence[int], time: datetime
 ) -> dict[int, tuple[int, str]]:
     """The tenants' chain heads (each made on its tenant's first event), locked in the order
-    given until the transaction ends: an upsert that changes nothing takes a row's lock as
-    an update would."""
+    given until the transaction ends."""
     dialect = session.get_bind().dialect.name
-    module: Any = postgresql if dialect == "postgresql" else sqlite
-    table = EventChain.__table__
-    statement = (
-        module.insert(table)
-        .values(
-            [
-                dict(
-                    tenant_id=tenant_id,
-                    seq=0,
-                    hash=GENESIS,
-                    purged_seq=0,
-                    purged_hash=GENESIS,
-                    # Retention looks at the tenant's events from an hour after the first.
-                    reconcile_at=time + timedelta(hours=1),
-                )
-                for tenant_id in tenant_ids
-            ]
+    # Retention looks at the tenant's events from an hour after the first.
+    heads = [
+        dict(
+            tenant_id=tenant_id,
+            seq=0,
+            hash=GENESIS,
+            purged_seq=0,
+            purged_hash=GENESIS,
+            reconcile_at=time + timedelta(hours=1),
         )
-        .on_conflict_do_update(index_elements=[table.c.tenant_id], set_={"seq": table.c.seq})
-        .returning(table.c.tenant_id, table.c.seq, table.c.hash)
-    )
-    rows = (await session.execute(statement)).all()
+        for tenant_id in tenant_ids
+    ]
+    parameters: Any = {ROWS: encode_json(heads)} if dialect == "postgresql" else heads
+    rows = (await session.execute(_head_upsert(dialect), parameters)).all()
     return {int(row.tenant_id): (int(row.seq), str(row.hash)) for row in rows}
 
 
@@ -190,16 +221,16 @@ async def append_all(
                 )
             )
         moved.append({"tenant_id": tenant_id, "seq": seq, "hash": digest})
-    await session.execute(insert(Event), rows)
+    await insert_rows(session, Event.__table__, rows)  # type: ignore[arg-type]
     await update_rows(session, EventChain.__table__, moved)  # type: ignore[arg-type]
-    # The tenants' webhooks have events to look at: due now, and their dispatcher woken
-    # (only if there are any: most tenants have none, and the wake-up costs a statement).
-    subscribed = await session.execute(
-        update(Webhook)
-        .where(Webhook.tenant_id.in_(tenant_ids), Webhook.enabled.is_(True))
-        .values(reconcile_at=due_now(session))
-        .returning(Webhook.id)
-    )
+    # The tenants' webhooks have events to look at: due now (db/clock.py, due_now), and
+    # their dispatcher woken (only if there are any: most tenants have none, and the
+    # wake-up costs a statement).
+    dialect = session.get_bind().dialect.name
+    due: dict[str, Any] = {"tenant_ids": tenant_ids}
+    if dialect != "postgresql":
+        due["now"] = due_now(session)
+    subscribed = await session.execute(_webhooks_due(dialect), due)
     if subscribed.first() is not None:
         wake_after_commit(session, DISPATCHER)
     return stored
