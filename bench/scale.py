@@ -112,7 +112,7 @@ def fill_events(engine: Engine, tenant: int, tenants: int, low: int, high: int, 
             "actor_kind": literal("member"),
             "actor_id": literal("ops@example.com"),
             "body": cast(body, String),
-            "hash": func.md5(cast(i, String)) + func.md5(event_id),
+            "hash": func.concat(func.md5(cast(i, String)), func.md5(event_id)),
         }
         rows = select(*(value.label(name) for name, value in columns.items())).select_from(series)
         with engine.begin() as connection:
@@ -120,13 +120,14 @@ def fill_events(engine: Engine, tenant: int, tenants: int, low: int, high: int, 
 
 
 def _page_values(tenant_id: int) -> dict[str, Any]:
-    return {**EVENT_FILTER, "tenant_id": tenant_id, "limit": PAGE_LIMIT + 1}
+    return {**EVENT_FILTER, "tenant_id": tenant_id}
 
 
 def explain(engine: Engine, tenant_id: int) -> str:
     """EXPLAIN (ANALYZE, BUFFERS) of the page's statement as the app's plain reads send it
     (event/repository.py, compiled by the engine's dialect), with the measured tenant's values."""
-    statement = event_repository._page_statement(frozenset(EVENT_FILTER))
+    # The page's size as a number: its parameter has no type to render a literal with.
+    statement = event_repository._page_statement(frozenset(EVENT_FILTER)).limit(PAGE_LIMIT + 1)
     sql = str(
         statement.params(_page_values(tenant_id)).compile(
             dialect=engine.dialect, compile_kwargs={"literal_binds": True}
