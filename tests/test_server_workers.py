@@ -211,6 +211,45 @@ def test_metrics_show_the_requests_of_every_process(served: Serve) -> None:
     assert pids == {served.process.pid, served.reconcilers, *served.workers}
 
 
+# Connections a client opens together (a load balancer's pool, a load generator).
+TOGETHER = 64
+
+
+def test_connections_opened_together_are_spread_over_the_processes(served: Serve) -> None:
+    """Each API process listens on a socket of its own (SO_REUSEPORT), and the kernel
+    hands each new connection to one of them by its addresses' hash. On one shared socket,
+    the process woken first accepted every connection then waiting, and kept them: the
+    others served none of them (bench/history.md, round 19)."""
+    clients = [
+        socket.create_connection(("127.0.0.1", served.port), timeout=30) for _ in range(TOGETHER)
+    ]
+    try:
+        for client in clients:
+            client.sendall(b"GET /healthz HTTP/1.1\r\nHost: workers\r\n\r\n")
+        for client in clients:
+            assert client.recv(65536).startswith(b"HTTP/1.1 200")
+        owners = [owner(served, client) for client in clients]
+    finally:
+        for client in clients:
+            client.close()
+    counts = {pid: owners.count(pid) for pid in served.workers}
+    assert None not in owners
+    # By a hash, not in turns: each process gets about half (fewer than a quarter of 64
+    # has a chance of about 1 in 10,000 a run).
+    assert min(counts.values()) >= TOGETHER // 4, counts
+
+
+def test_another_serve_on_the_port_is_refused_although_its_processes_share_it(
+    served: Serve,
+) -> None:
+    """The processes' sockets let each other share the port; a new `serve` binds first
+    without that option, so it finds the port in use."""
+    argv = [TENANTPLANE, "serve", "--port", str(served.port), "--workers", "2", "--json"]
+    done = subprocess.run(argv, env=served.env, capture_output=True, timeout=120, check=False)
+    assert done.returncode == 3, done.stderr
+    assert json.loads(done.stdout)["error"]["code"] == "ADDRESS_IN_USE"
+
+
 def test_a_key_revoked_through_one_process_is_refused_by_the_other_within_the_cache_time(
     served: Serve,
 ) -> None:

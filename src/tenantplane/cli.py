@@ -48,6 +48,7 @@ from tenantplane.doctor import Finding, diagnose
 from tenantplane.event.cli import app as events_app
 from tenantplane.event.log import append, append_all, operator_event
 from tenantplane.event.webhook import service as webhook_service
+from tenantplane.http.listen import CannotListen, bind_listeners
 from tenantplane.member.cli import app as member_app
 from tenantplane.member.models import Role
 from tenantplane.tenant import lifecycle
@@ -133,15 +134,17 @@ def migrate(as_json: JsonOption = False) -> None:
 def _listen(host: str, port: int, host_option: str, port_option: str) -> list[socket.socket]:
     """Bound sockets, or the error naming the option to change: exit 3 when another program
     listens there, 2 when the host or port cannot work here."""
-    from tenantplane.http.listen import CannotListen, bind_listeners
-
     try:
         return bind_listeners(host, port, host_option=host_option, port_option=port_option)
     except CannotListen as exc:
-        code, exit_code = (
-            ("ADDRESS_IN_USE", EXIT_UNAVAILABLE) if exc.in_use else ("CANNOT_LISTEN", EXIT_USAGE)
-        )
-        raise CliError(code, exc.message, exit_code) from exc
+        raise _cannot_listen(exc) from exc
+
+
+def _cannot_listen(exc: CannotListen) -> CliError:
+    code, exit_code = (
+        ("ADDRESS_IN_USE", EXIT_UNAVAILABLE) if exc.in_use else ("CANNOT_LISTEN", EXIT_USAGE)
+    )
+    return CliError(code, exc.message, exit_code)
 
 
 @app.command()
@@ -171,6 +174,9 @@ def serve(
     try:
         _migrate(settings)
         code = serve_app(settings, host, port, sockets, workers)
+    except CannotListen as exc:
+        # The port taken in the instant `serve --workers N` rebinds it (http/listen.py).
+        raise _cannot_listen(exc) from exc
     finally:
         for sock in sockets:
             sock.close()

@@ -1,5 +1,6 @@
-"""`tenantplane serve --workers N`: N processes serving the API on the sockets the command
-bound, the reconcilers in one process of their own, all stopped together.
+"""`tenantplane serve --workers N`: N processes serving the API on the port the command
+bound, each on sockets of its own (SO_REUSEPORT: the kernel spreads new connections over
+them, http/listen.py), the reconcilers in one process of their own, all stopped together.
 
 uvicorn's supervisor (``uvicorn.supervisors.Multiprocess``) starts the API processes from
 this one, replaces one that dies or stops answering its health checks, and on SIGTERM or
@@ -38,11 +39,12 @@ import structlog
 from fastapi import FastAPI
 from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors import Multiprocess
+from uvicorn.supervisors.multiprocess import Process
 
 from tenantplane.app import create_app
 from tenantplane.config import Settings
 from tenantplane.heap import heap_settled
-from tenantplane.http.listen import base_url
+from tenantplane.http.listen import base_url, reuse_port_groups
 from tenantplane.metrics import shared_metrics_directory
 from tenantplane.server import serve_config
 
@@ -106,9 +108,13 @@ class ServeSupervisor(Multiprocess):
     serves."""
 
     def __init__(
-        self, config: Any, sockets: list[socket.socket], settings: Settings, address: str
+        self, config: Any, groups: list[list[socket.socket]], settings: Settings, address: str
     ) -> None:
-        super().__init__(config, sockets)
+        super().__init__(config, groups[0])
+        # The sockets of each API process, by its place in ``processes``: a replacement
+        # takes over its predecessor's (they stay open here, listening, in between: the
+        # connections the kernel hands them wait for it).
+        self.groups = groups
         self.settings = settings
         self.address = address
         self.reconcilers: SpawnProcess | None = None
@@ -128,7 +134,51 @@ class ServeSupervisor(Multiprocess):
     def init_processes(self) -> None:
         if self.settings.run_reconcilers:
             self._start_reconcilers()
-        super().init_processes()
+        for group in self.groups:
+            process = Process(self.config, group)
+            process.start()
+            self.processes.append(process)
+
+    def _replace(self, index: int) -> None:
+        """uvicorn's replacement of a dead or hung API process, on its sockets."""
+        process = self.processes[index]
+        process.kill()
+        process.join()
+        if process.exitcode == STARTUP_FAILURE:
+            # It failed before serving (the app, the database): so would every restart.
+            log.error("API process failed to start; stopping", pid=process.pid)
+            self.should_exit.set()
+            return
+        if self.should_exit.is_set():
+            return
+        log.error("API process ended; starting another", pid=process.pid)
+        replacement = Process(self.config, self.groups[index])
+        replacement.start()
+        self.processes[index] = replacement
+
+    def restart_all(self) -> None:
+        """SIGHUP: each API process replaced in turn, the new one serving on its sockets
+        before the old one stops."""
+        for index, old in enumerate(self.processes):
+            if self.should_exit.is_set():
+                return
+            new = Process(self.config, self.groups[index])
+            new.start()
+            if not new.wait_until_ready(self.config.timeout_worker_healthcheck, self.should_exit):
+                new.kill()
+                new.join()
+                log.error("new API process not ready; restart abandoned", pid=new.pid)
+                return
+            old.terminate()
+            old.join()
+            self.processes[index] = new
+
+    def handle_ttin(self) -> None:
+        # One process per socket set: their number is --workers, not changed by signals.
+        log.warning("SIGTTIN ignored: the number of API processes is --workers")
+
+    def handle_ttou(self) -> None:
+        log.warning("SIGTTOU ignored: the number of API processes is --workers")
 
     def _announce_once_ready(self) -> None:
         if self._announced or self.should_exit.is_set():
@@ -145,9 +195,15 @@ class ServeSupervisor(Multiprocess):
         )
 
     def keep_subprocess_alive(self) -> None:
-        """uvicorn's (an API process that died or hangs is replaced), then the reconcilers
-        process's, and the start announced once every API process serves."""
-        super().keep_subprocess_alive()
+        """An API process that died or hangs is replaced (on its sockets), then the
+        reconcilers process, and the start announced once every API process serves."""
+        if self.should_exit.is_set():
+            return
+        for index, process in enumerate(self.processes):
+            if not process.is_alive(timeout=self.config.timeout_worker_healthcheck):
+                self._replace(index)
+                if self.should_exit.is_set():
+                    return
         self._announce_once_ready()
         reconcilers = self.reconcilers
         if self.should_exit.is_set() or reconcilers is None or reconcilers.is_alive():
@@ -196,8 +252,15 @@ def serve_workers(
         workers=workers,
         timeout_worker_healthcheck=HEALTH_CHECK_SECONDS,
     )
-    with shared_metrics_directory(settings.data_dir):
-        supervisor = ServeSupervisor(config, sockets, settings, base_url(sockets[0].getsockname()))
-        supervisor.run()
+    address = base_url(sockets[0].getsockname())
+    groups = reuse_port_groups(sockets, workers)
+    try:
+        with shared_metrics_directory(settings.data_dir):
+            supervisor = ServeSupervisor(config, groups, settings, address)
+            supervisor.run()
+    finally:
+        for group in groups:
+            for sock in group:
+                sock.close()
     log.info("server stopped")
     return STARTUP_FAILURE if supervisor.failed_to_start else 0

@@ -60,9 +60,8 @@ def bind_listeners(
     host_option: str = "--host",
     port_option: str = "--port N (make serve PORT=N)",
 ) -> list[socket.socket]:
-    """Sockets bound to every address of ``host`` (not yet listening), as asyncio's
-    ``create_server`` binds them: the address reusable at once after a restart, IPv6
-    sockets IPv6-only. ``CannotListen`` says why when one cannot be bound, naming the
+    """Sockets bound to every address of ``host`` (not yet listening), as ``_bound``
+    binds them. ``CannotListen`` says why when one cannot be bound, naming the
     options that choose another host or port."""
     try:
         found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
@@ -79,17 +78,61 @@ def bind_listeners(
     try:
         # Each address once, in the resolver's order.
         for family, kind, proto, _, address in dict.fromkeys(found):
-            sock = socket.socket(family, kind, proto)
-            sockets.append(sock)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if family == socket.AF_INET6:
-                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
             try:
-                sock.bind(address)
+                sockets.append(_bound(family, kind, proto, address, reuse_port=False))
             except OSError as exc:
                 raise _refusal(host, port, exc, (host_option, port_option)) from exc
     except BaseException:
-        for sock in sockets:
-            sock.close()
+        _close(sockets)
         raise
     return sockets
+
+
+def reuse_port_groups(sockets: list[socket.socket], count: int) -> list[list[socket.socket]]:
+    """``count`` sets of sockets bound to the addresses of ``sockets`` (which are closed),
+    every one with SO_REUSEPORT: one set per API process of `serve --workers N`, and the
+    kernel hands each new connection to one of the listening sockets by a hash of its
+    addresses. On one shared socket, the process woken first accepted every connection then
+    waiting (asyncio's accept loop) and kept them all (bench/history.md, round 19).
+
+    ``sockets`` were bound without the option, and so proved the port free: a socket
+    without SO_REUSEPORT (another `serve`'s first bind) cannot share the port with these."""
+    addresses = [(sock.family, sock.type, sock.proto, sock.getsockname()) for sock in sockets]
+    _close(sockets)
+    groups: list[list[socket.socket]] = []
+    try:
+        for _ in range(count):
+            group: list[socket.socket] = []
+            groups.append(group)
+            for family, kind, proto, address in addresses:
+                try:
+                    group.append(_bound(family, kind, proto, address, reuse_port=True))
+                except OSError as exc:
+                    host, port = address[0], address[1]
+                    raise _refusal(host, port, exc, ("--host", "--port")) from exc
+    except BaseException:
+        _close([sock for group in groups for sock in group])
+        raise
+    return groups
+
+
+def _bound(family: int, kind: int, proto: int, address: Any, *, reuse_port: bool) -> socket.socket:
+    """A socket bound to ``address`` as asyncio's ``create_server`` binds one: the address
+    reusable at once after a restart, IPv6 sockets IPv6-only."""
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind(address)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def _close(sockets: list[socket.socket]) -> None:
+    for sock in sockets:
+        sock.close()
