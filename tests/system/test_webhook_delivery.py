@@ -139,6 +139,20 @@ async def test_a_worker_killed_mid_delivery_loses_no_delivery(
             ).scalar_one()
         [sender] = [node for node in deployment.workers if owner and owner_of(node) in owner]
         sender.kill()
+        # What the killed worker held when it died: besides the held delivery, it may have
+        # sent another whose answer it had not recorded yet (its leases are kept until they
+        # expire, so they are all still there).
+        async with database.transaction() as session:
+            held_by_the_dead = set(
+                (
+                    await session.execute(
+                        select(WebhookDelivery.message_id).where(
+                            WebhookDelivery.lock_owner.contains(owner_of(sender))
+                        )
+                    )
+                ).scalars()
+            )
+        assert held_id in held_by_the_dead
         receiver.hold.release()
 
         async def all_delivered() -> bool:
@@ -152,7 +166,10 @@ async def test_a_worker_killed_mid_delivery_loses_no_delivery(
     figures["deliveries"] = sum(counts.values())
     figures["distinct messages"] = len(counts)
     assert set(counts) == expected
-    assert {message for message, count in counts.items() if count > 1} == {held_id}
+    # At least once: only what the killed worker held can come twice, the held one does.
+    repeated = {message for message, count in counts.items() if count > 1}
+    assert held_id in repeated
+    assert repeated <= held_by_the_dead, (repeated, held_by_the_dead)
     for headers, body in receiver.received:
         payload: dict[str, Any] = Webhook(secret).verify(body, headers)
         assert payload == json.loads(body)
