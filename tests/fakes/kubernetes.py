@@ -866,7 +866,7 @@ class FakeFluxVCluster:
     remediation ``retries``; then the release is ``Stalled`` (``RetriesExceeded``) and waits
     for a new generation or a reset request. The workloads' rollout bookkeeping
     (``currentRevision``/``updateRevision``) is kept in their status for both kinds; the
-    adapter reads a Deployment's ``updatedReplicas`` only.
+    adapter reads a Deployment's ``replicas`` against its ``updatedReplicas``.
     """
 
     def __init__(self, api: FakeKubernetes) -> None:

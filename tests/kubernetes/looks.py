@@ -55,6 +55,16 @@ async def until(
     pytest.fail(f"never {stage}; last: {seen[-1]}")
 
 
+async def settled(orchestrator: KubernetesOrchestrator, spec: ClusterSpec) -> Observation:
+    """Apply until the release is done and every replica ready."""
+    for _ in range(int(DEADLINE / LOOK_SECONDS)):
+        observed = await orchestrator.apply(spec, UNFENCED)
+        if observed.settled:
+            return observed
+        await asyncio.sleep(LOOK_SECONDS)
+    pytest.fail(f"{spec.name} never settled; last: {observed}")
+
+
 async def deleted(orchestrator: KubernetesOrchestrator, spec: ClusterSpec) -> None:
     for _ in range(int(DEADLINE / LOOK_SECONDS)):
         if (await orchestrator.delete(spec, UNFENCED)).stage == Stage.gone:

@@ -27,6 +27,7 @@ from tenantplane.providers.kube import HelmRelease
 from tests.cluster.polling import create_cluster, gone, poll, status_matches
 from tests.factories import Factory
 from tests.http_client import bearer
+from tests.kubernetes.admission import no_new_pods, replaced_pods_held
 from tests.kubernetes.conftest import Bed
 from tests.kubernetes.vcluster_stand_in import VClusterStandIn, as_manifest
 from tests.tenant.conftest import Operated, operated
@@ -185,6 +186,24 @@ async def test_clusters_up_to_the_plan_pool_run_upgrade_resize_and_go(
                 or []
             )
             assert term.topologyKey == "kubernetes.io/hostname"
+
+    # A control-plane pod deleted and not yet replaced (its replacement refused here, as a
+    # full node or quota would): degraded, still Running (one pod fewer is no upgrade; the
+    # Deployment reports fewer replicas, all updated); healthy once the pod is back.
+    [_, second, _] = pods_of(kube, namespace, app="vcluster", release="trio")
+    assert second.metadata is not None
+    assert second.metadata.name is not None
+    async with no_new_pods(kube, namespace, app="vcluster", release="trio"):
+        kube.delete(Pod, second.metadata.name, namespace=namespace, grace_period=0)
+        await replaced_pods_held(kube, Deployment, "trio", namespace)
+        short = await wait_for(
+            platform, f"{tenant.path}/clusters/trio", key, "trio a pod short", haPhase="ha-degraded"
+        )
+        assert short["status"]["haReplicasReady"] == 2
+        assert short["status"]["phase"] == "Running", short["status"]
+    await wait_for(
+        platform, f"{tenant.path}/clusters/trio", key, "trio replaced", haPhase="ha-healthy"
+    )
 
     # A control-plane pod reported NotReady (as kwok, the kubelet here, would report it):
     # degraded; the pod replaced by its Deployment and made ready by kwok: healthy again.

@@ -46,6 +46,15 @@ def ha_phase_of(high_availability: bool, configured: bool, observation: Observat
     return HaPhase.unavailable.value
 
 
+def running_version(cluster: Cluster, observation: Observation) -> str:
+    """The Kubernetes version serving: what the orchestrator reports, or, while an upgrade
+    rolls (the Kubernetes orchestrator reports none then), what ran before."""
+    serving = observation.stage in (Stage.ready, Stage.upgrading)
+    if serving and observation.kubernetes_version:
+        return observation.kubernetes_version
+    return cluster.kubernetes_version
+
+
 def _version_condition(cluster: Cluster, phase: str, observation: Observation) -> Condition:
     serving = observation.stage in (Stage.ready, Stage.upgrading)
     up_to_date = (
@@ -57,7 +66,7 @@ def _version_condition(cluster: Cluster, phase: str, observation: Observation) -
         reason = "UpgradePending"  # desired, not yet started by the orchestrator
     else:
         reason = "Observed"
-    running = observation.kubernetes_version or "nothing yet"
+    running = running_version(cluster, observation) or "nothing yet"
     return Condition(
         "VersionUpToDate", up_to_date, reason, f"running {running}, desired {cluster.version}"
     )
@@ -161,12 +170,7 @@ def observed_status(cluster: Cluster, observation: Observation, now: datetime) -
         "certificate_authority": (
             observation.certificate_authority if serving else cluster.certificate_authority
         ),
-        # Unknown while an upgrade rolls (the orchestrator reports none): what ran before.
-        "kubernetes_version": (
-            observation.kubernetes_version
-            if serving and observation.kubernetes_version
-            else cluster.kubernetes_version
-        ),
+        "kubernetes_version": running_version(cluster, observation),
         "conditions": render_conditions(
             cluster.conditions, _conditions(cluster, phase, ha_phase, observation), now
         ),

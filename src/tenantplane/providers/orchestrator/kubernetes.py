@@ -295,7 +295,12 @@ def _replicas(workload: Manifest | None, desired: int) -> Replicas:
 
 
 def _rolling(workload: Manifest | None) -> bool:
-    """A Deployment or StatefulSet whose pods are not all of its current template yet."""
+    """A Deployment or StatefulSet whose pods are not all of its current template yet.
+
+    A pod missing is not a rollout: when one is deleted or evicted, the Deployment reports
+    fewer replicas, all of them updated, until its ReplicaSet replaces the pod (a window as
+    long as the replacement is refused). Counting updated pods against the wanted number
+    called that an upgrade, and the API refused a version change of a Running cluster."""
     if workload is None:
         return False
     status = workload.get("status") or {}
@@ -304,10 +309,8 @@ def _rolling(workload: Manifest | None) -> bool:
     if workload["kind"] == "StatefulSet":
         update = status.get("updateRevision")
         return bool(update) and status.get("currentRevision") != update
-    wanted = dig(workload, "spec", "replicas", default=1)
-    return int(status.get("updatedReplicas") or 0) < int(wanted) or int(
-        status.get("replicas") or 0
-    ) > int(wanted)
+    # Pods of an older ReplicaSet are still counted: the rollout has not finished.
+    return int(status.get("replicas") or 0) > int(status.get("updatedReplicas") or 0)
 
 
 def _kubeconfig_server(kubeconfig: Manifest) -> str:

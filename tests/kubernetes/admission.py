@@ -1,0 +1,106 @@
+"""Admission on the bed's API server, to hold the controllers in a state they pass through
+too quickly to observe on demand: a ReplicaSet that cannot replace a deleted pod."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from lightkube import ApiError, Client
+from lightkube.models.admissionregistration_v1 import (
+    MatchResources,
+    NamedRuleWithOperations,
+    ValidatingAdmissionPolicyBindingSpec,
+    ValidatingAdmissionPolicySpec,
+    Validation,
+)
+from lightkube.models.core_v1 import Container, PodSpec
+from lightkube.models.meta_v1 import LabelSelector, ObjectMeta
+from lightkube.resources.admissionregistration_v1 import (
+    ValidatingAdmissionPolicy,
+    ValidatingAdmissionPolicyBinding,
+)
+from lightkube.resources.apps_v1 import Deployment, StatefulSet
+from lightkube.resources.core_v1 import Pod
+
+REFUSAL = "held by the test"
+DEADLINE = 60.0
+
+
+@asynccontextmanager
+async def no_new_pods(kube: Client, namespace: str, **labels: str) -> AsyncIterator[None]:
+    """The API server refuses to create pods so labelled in the namespace (a
+    ValidatingAdmissionPolicy): a ReplicaSet cannot replace a deleted pod while it holds."""
+    name = f"hold-{namespace}"
+    kube.create(
+        ValidatingAdmissionPolicy(
+            metadata=ObjectMeta(name=name),
+            spec=ValidatingAdmissionPolicySpec(
+                failurePolicy="Fail",
+                matchConstraints=MatchResources(
+                    resourceRules=[
+                        NamedRuleWithOperations(
+                            apiGroups=[""],
+                            apiVersions=["v1"],
+                            operations=["CREATE"],
+                            resources=["pods"],
+                        )
+                    ]
+                ),
+                validations=[Validation(expression="false", message=REFUSAL)],
+            ),
+        )
+    )
+    kube.create(
+        ValidatingAdmissionPolicyBinding(
+            metadata=ObjectMeta(name=name),
+            spec=ValidatingAdmissionPolicyBindingSpec(
+                policyName=name,
+                validationActions=["Deny"],
+                matchResources=MatchResources(
+                    namespaceSelector=LabelSelector(
+                        matchLabels={"kubernetes.io/metadata.name": namespace}
+                    ),
+                    objectSelector=LabelSelector(matchLabels=labels),
+                ),
+            ),
+        )
+    )
+    try:
+        # The API server takes policies up from its informer: held once a dry run is refused.
+        probe = Pod(
+            metadata=ObjectMeta(generateName="probe-", namespace=namespace, labels=labels),
+            spec=PodSpec(containers=[Container(name="probe", image="probe")]),
+        )
+        for _ in range(int(DEADLINE / 0.2)):
+            try:
+                kube.create(probe, dry_run=True)
+            except ApiError as refused:
+                if REFUSAL not in (refused.status.message or ""):
+                    raise  # refused for another reason: the probe itself is wrong
+                break
+            await asyncio.sleep(0.2)
+        else:
+            raise AssertionError("the admission policy never took effect")
+        yield
+    finally:
+        kube.delete(ValidatingAdmissionPolicyBinding, name)
+        kube.delete(ValidatingAdmissionPolicy, name)
+
+
+async def replaced_pods_held(
+    kube: Client, workload: type[Deployment | StatefulSet], name: str, namespace: str
+) -> None:
+    """Until the workload's controller reports a pod short: it counted the pods after the
+    deletion, and cannot replace the one missing while the policy holds."""
+    for _ in range(int(DEADLINE / 0.2)):
+        current = kube.get(workload, name, namespace=namespace)
+        assert current.metadata is not None
+        assert current.spec is not None
+        assert current.status is not None
+        observed = current.status.observedGeneration == current.metadata.generation
+        if observed and (current.status.replicas or 0) < (current.spec.replicas or 1):
+            return
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"{name}: a deleted pod was replaced despite the policy")
