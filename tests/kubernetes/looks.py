@@ -5,17 +5,25 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Awaitable, Callable
 
 import pytest
 
 from tenantplane.providers.orchestrator import ClusterSpec, Observation, Stage
-from tenantplane.providers.orchestrator.kubernetes import KubernetesOrchestrator
+from tenantplane.providers.orchestrator.kubernetes import ChartSettings, KubernetesOrchestrator
 from tenantplane.reconcile.fence import UNFENCED
 
 # The starter plan's pool: the tenant namespace's quota.
 POOL = {"cpu": "8", "memory": "16Gi", "storage": "200Gi"}
 LOOK_SECONDS = 1.0
 DEADLINE = 240.0
+
+
+def chart(repository: str) -> ChartSettings:
+    """The chart the platform pins, from ``repository`` (the bed's, or a fake's)."""
+    return ChartSettings(
+        repository=repository, version="0.30.0", host_template="{cluster}.{tenant}.test"
+    )
 
 
 def cluster_spec(
@@ -55,13 +63,18 @@ async def until(
     pytest.fail(f"never {stage}; last: {seen[-1]}")
 
 
-async def settled(orchestrator: KubernetesOrchestrator, spec: ClusterSpec) -> Observation:
-    """Apply until the release is done and every replica ready."""
+async def settled(
+    orchestrator: KubernetesOrchestrator,
+    spec: ClusterSpec,
+    step: Callable[[], Awaitable[None]] | None = None,
+) -> Observation:
+    """Apply until the release is done and every replica ready; between two looks, a
+    second passes (on the bed) or ``step`` moves the fake's controllers."""
     for _ in range(int(DEADLINE / LOOK_SECONDS)):
         observed = await orchestrator.apply(spec, UNFENCED)
         if observed.settled:
             return observed
-        await asyncio.sleep(LOOK_SECONDS)
+        await (step() if step is not None else asyncio.sleep(LOOK_SECONDS))
     pytest.fail(f"{spec.name} never settled; last: {observed}")
 
 

@@ -5,7 +5,6 @@ the same cluster: the same objects, kinds, labels and Flux status, and the same 
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
@@ -14,22 +13,13 @@ import pytest
 
 from tenantplane.providers.kube import Kube, client_for, condition, load_kubeconfig
 from tenantplane.providers.orchestrator import ClusterSpec, Observation, Stage
-from tenantplane.providers.orchestrator.kubernetes import ChartSettings, KubernetesOrchestrator
-from tenantplane.reconcile.fence import UNFENCED
+from tenantplane.providers.orchestrator.kubernetes import KubernetesOrchestrator
 from tests.fakes.kubernetes_fixtures import HostCluster
 from tests.kubernetes.conftest import Bed
-from tests.kubernetes.looks import cluster_spec, deleted
+from tests.kubernetes.looks import chart, cluster_spec, deleted, settled
 from tests.kubernetes.vcluster_stand_in import VClusterStandIn
 
 pytestmark = pytest.mark.kubernetes
-
-LOOKS = 240
-
-
-def chart(repository: str) -> ChartSettings:
-    return ChartSettings(
-        repository=repository, version="0.30.0", host_template="{cluster}.{tenant}.test"
-    )
 
 
 @pytest.fixture
@@ -37,17 +27,6 @@ async def fake_host(host_cluster: HostCluster) -> AsyncIterator[Kube]:
     kube = Kube(client_for(load_kubeconfig(host_cluster.kubeconfig, "host"), 10.0))
     yield kube
     await kube.aclose()
-
-
-async def settle(
-    orchestrator: KubernetesOrchestrator, cluster: ClusterSpec, step: Any
-) -> Observation:
-    for _ in range(LOOKS):
-        observed = await orchestrator.apply(cluster, UNFENCED)
-        if observed.settled:
-            return observed
-        await step()
-    pytest.fail(f"not settled: {observed}")
 
 
 async def shape(kube: Kube, cluster: ClusterSpec, observed: Observation) -> dict[str, Any]:
@@ -104,14 +83,11 @@ async def test_the_fake_gives_what_the_real_components_give(
     real = KubernetesOrchestrator(host, chart(bed.chart_repository))
     fake = KubernetesOrchestrator(fake_host, chart("https://charts.example.test"))
 
-    async def wait() -> None:
-        await asyncio.sleep(1.0)
-
     async def step() -> None:
         host_cluster.controllers.step()
 
-    on_the_bed = await settle(real, cluster, wait)
-    on_the_fake = await settle(fake, cluster, step)
+    on_the_bed = await settled(real, cluster)
+    on_the_fake = await settled(fake, cluster, step)
     assert on_the_bed.stage == Stage.ready
     try:
         seen_on_the_bed = await shape(host, cluster, on_the_bed)

@@ -11,10 +11,10 @@ from lightkube.resources.core_v1 import Pod
 
 from tenantplane.providers.kube import Kube
 from tenantplane.providers.orchestrator import Stage
-from tenantplane.providers.orchestrator.kubernetes import ChartSettings, KubernetesOrchestrator
+from tenantplane.providers.orchestrator.kubernetes import KubernetesOrchestrator
 from tests.kubernetes.admission import no_new_pods, replaced_pods_held
 from tests.kubernetes.conftest import Bed
-from tests.kubernetes.looks import cluster_spec, deleted, settled
+from tests.kubernetes.looks import chart, cluster_spec, deleted, settled
 from tests.kubernetes.vcluster_stand_in import VClusterStandIn
 
 pytestmark = pytest.mark.kubernetes
@@ -27,12 +27,7 @@ async def test_a_replica_short_is_a_degraded_running_cluster_not_an_upgrade(
     fewer replicas, all of them updated; the StatefulSet its revisions unchanged. Neither is a
     rollout: reading the first as one made the cluster Upgrading, and the API refused a
     version change (409) until the pod was back (seen on a loaded machine)."""
-    chart = ChartSettings(
-        repository=bed.chart_repository,
-        version="0.30.0",
-        host_template="{cluster}.{tenant}.clusters.test",
-    )
-    orchestrator = KubernetesOrchestrator(host, chart)
+    orchestrator = KubernetesOrchestrator(host, chart(bed.chart_repository))
     spec = cluster_spec("short", high_availability=True, cpu="3", memory="6Gi", storage="30Gi")
     namespace = f"tp-{spec.tenant}"
     workloads = (
