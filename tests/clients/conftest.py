@@ -45,7 +45,8 @@ WEBHOOK_SERVER_ENV = {
 }
 
 
-@pytest.fixture(scope="session")
+# For a module, not the run: at that idle poll an idle server takes a third of a core.
+@pytest.fixture(scope="module")
 def webhook_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     with served(
         tmp_path_factory.mktemp("webhook-server"), tenant="clients", extra_env=WEBHOOK_SERVER_ENV
