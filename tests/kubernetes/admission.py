@@ -4,8 +4,9 @@ too quickly to observe on demand: a ReplicaSet that cannot replace a deleted pod
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 from lightkube import ApiError, Client
 from lightkube.models.admissionregistration_v1 import (
@@ -89,18 +90,30 @@ async def no_new_pods(kube: Client, namespace: str, **labels: str) -> AsyncItera
         kube.delete(ValidatingAdmissionPolicy, name)
 
 
-async def replaced_pods_held(
-    kube: Client, workload: type[Deployment | StatefulSet], name: str, namespace: str
+async def held(
+    kube: Client,
+    workload: type[Deployment | StatefulSet],
+    name: str,
+    namespace: str,
+    state: Callable[[Any], bool],
 ) -> None:
-    """Until the workload's controller reports a pod short: it counted the pods after the
-    deletion, and cannot replace the one missing while the policy holds."""
+    """Until the workload's controller has observed its spec and reports ``state`` (of its
+    status and spec), which the policy then holds."""
     for _ in range(int(DEADLINE / 0.2)):
         current = kube.get(workload, name, namespace=namespace)
         assert current.metadata is not None
-        assert current.spec is not None
         assert current.status is not None
-        observed = current.status.observedGeneration == current.metadata.generation
-        if observed and (current.status.replicas or 0) < (current.spec.replicas or 1):
+        if current.status.observedGeneration == current.metadata.generation and state(current):
             return
         await asyncio.sleep(0.2)
-    raise AssertionError(f"{name}: a deleted pod was replaced despite the policy")
+    raise AssertionError(f"{name}: never reached the state held: {current.status}")
+
+
+def pod_short(workload: Any) -> bool:
+    """Fewer pods than wanted: one deleted, its replacement refused."""
+    return bool((workload.status.replicas or 0) < (workload.spec.replicas or 1))
+
+
+def rollout_stuck(workload: Any) -> bool:
+    """Pods of an older template still counted: a rollout whose new pods are refused."""
+    return bool((workload.status.updatedReplicas or 0) < (workload.status.replicas or 0))

@@ -27,7 +27,7 @@ from tenantplane.providers.kube import HelmRelease
 from tests.cluster.polling import create_cluster, gone, poll, status_matches
 from tests.factories import Factory
 from tests.http_client import bearer
-from tests.kubernetes.admission import no_new_pods, replaced_pods_held
+from tests.kubernetes.admission import held, no_new_pods, pod_short
 from tests.kubernetes.conftest import Bed
 from tests.kubernetes.vcluster_stand_in import VClusterStandIn, as_manifest
 from tests.tenant.conftest import Operated, operated
@@ -195,7 +195,7 @@ async def test_clusters_up_to_the_plan_pool_run_upgrade_resize_and_go(
     assert second.metadata.name is not None
     async with no_new_pods(kube, namespace, app="vcluster", release="trio"):
         kube.delete(Pod, second.metadata.name, namespace=namespace, grace_period=0)
-        await replaced_pods_held(kube, Deployment, "trio", namespace)
+        await held(kube, Deployment, "trio", namespace, pod_short)
         short = await wait_for(
             platform, f"{tenant.path}/clusters/trio", key, "trio a pod short", haPhase="ha-degraded"
         )

@@ -12,7 +12,7 @@ from lightkube.resources.core_v1 import Pod
 from tenantplane.providers.kube import Kube
 from tenantplane.providers.orchestrator import Stage
 from tenantplane.providers.orchestrator.kubernetes import KubernetesOrchestrator
-from tests.kubernetes.admission import no_new_pods, replaced_pods_held
+from tests.kubernetes.admission import held, no_new_pods, pod_short, rollout_stuck
 from tests.kubernetes.conftest import Bed
 from tests.kubernetes.looks import chart, cluster_spec, deleted, settled
 from tests.kubernetes.vcluster_stand_in import VClusterStandIn
@@ -20,7 +20,7 @@ from tests.kubernetes.vcluster_stand_in import VClusterStandIn
 pytestmark = pytest.mark.kubernetes
 
 
-async def test_a_replica_short_is_a_degraded_running_cluster_not_an_upgrade(
+async def test_a_replica_short_is_no_upgrade_and_a_stuck_rollout_is(
     bed: Bed, host: Kube, kube: Client, stand_in: VClusterStandIn
 ) -> None:
     """A pod deleted (evicted, its node gone) and not yet replaced: the Deployment reports
@@ -42,7 +42,7 @@ async def test_a_replica_short_is_a_degraded_running_cluster_not_an_upgrade(
             assert pod.metadata.name is not None
             async with no_new_pods(kube, namespace, app=app, release=spec.name):
                 kube.delete(Pod, pod.metadata.name, namespace=namespace, grace_period=0)
-                await replaced_pods_held(kube, workload, name, namespace)
+                await held(kube, workload, name, namespace, pod_short)
                 short = await orchestrator.observe(spec)
                 assert short.stage == Stage.ready, (app, short.message)
                 assert short.version == spec.version
@@ -50,5 +50,18 @@ async def test_a_replica_short_is_a_degraded_running_cluster_not_an_upgrade(
                 ready = short.control_plane if workload is Deployment else short.etcd
                 assert ready.ready == 2, (app, short.message)
             await settled(orchestrator, spec)
+        # A rollout of the control plane (what `kubectl rollout restart` writes), its new
+        # pods refused: the old ReplicaSet's pods still counted, the cluster upgrading.
+        restart = {"kubectl.kubernetes.io/restartedAt": "2026-12-02T00:00:00Z"}
+        async with no_new_pods(kube, namespace, app="vcluster", release=spec.name):
+            kube.patch(
+                Deployment,
+                spec.name,
+                {"spec": {"template": {"metadata": {"annotations": restart}}}},
+                namespace=namespace,
+            )
+            await held(kube, Deployment, spec.name, namespace, rollout_stuck)
+            rolling = await orchestrator.observe(spec)
+            assert rolling.stage == Stage.upgrading, rolling.message
     finally:
         await deleted(orchestrator, spec)
