@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -10,15 +11,17 @@ from sqlalchemy import select
 from sqlalchemy.exc import StatementError
 from sqlalchemy.sql.schema import Table
 
+from tenantplane.billing.models import CreditEntry
 from tenantplane.cluster.models import ClusterHistory
 from tenantplane.db.engine import Database
 from tenantplane.db.rows import insert_rows, update_rows
 from tenantplane.providers.orchestrator.simulator_models import SimulatedCluster
-from tests.factories import simulated_deployment
+from tests.factories import Factory, simulated_deployment
 from tests.statements import statements_sent
 
 HISTORY: Table = ClusterHistory.__table__  # type: ignore[assignment]
 DEPLOYMENTS: Table = SimulatedCluster.__table__  # type: ignore[assignment]
+CREDITS: Table = CreditEntry.__table__  # type: ignore[assignment]
 AT = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 
 
@@ -115,3 +118,23 @@ async def test_a_naive_time_is_refused_and_nothing_is_written(database: Database
             await insert_rows(session, HISTORY, [_history("m", AT), naive])
     async with database.sessionmaker() as session:
         assert (await session.scalars(select(ClusterHistory))).all() == []
+
+
+async def test_decimals_are_kept_exactly_and_a_column_left_out_takes_its_default(
+    database: Database, factory: Factory
+) -> None:
+    """A Decimal is written as its canonical text (what ``DecimalString`` keeps); a column
+    the rows leave out gets its scalar default (``note``: ""), as an ORM insert gives it,
+    though PostgreSQL's INSERT … SELECT applies only server defaults."""
+    tenant = await factory.tenant()
+    amounts = [Decimal("-12.50"), Decimal("0.10"), Decimal("1E+3")]
+    async with database.transaction() as session:
+        await insert_rows(
+            session,
+            CREDITS,
+            [{"tenant_id": tenant.id, "amount": amount, "created_at": AT} for amount in amounts],
+        )
+    async with database.sessionmaker() as session:
+        rows = (await session.scalars(select(CreditEntry).order_by(CreditEntry.id))).all()
+    assert [str(row.amount) for row in rows] == ["-12.50", "0.10", "1E+3"]
+    assert [(row.note, row.invoice_id, row.created_at) for row in rows] == [("", None, AT)] * 3

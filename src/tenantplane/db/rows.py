@@ -12,9 +12,11 @@ depends on its columns only, so it is parsed once and prepared after a few uses.
 SQLite runs the usual statements: a statement there is no round trip, and its driver's
 executemany loops in C.
 
-Values are what JSON carries, and aware datetimes (a naive one is refused, as by
-``UTCDateTime``); the columns' own bind processing is not applied on PostgreSQL, so the
-tables written here hold plain columns.
+Values are what JSON carries, aware datetimes (a naive one is refused, as by
+``UTCDateTime``) and Decimals (as their canonical text, as ``DecimalString`` keeps them);
+the columns' own bind processing is not applied on PostgreSQL, so the tables written here
+hold plain columns. A column the rows leave out takes its scalar default (``default=""``),
+as an ORM insert gives it.
 """
 
 from __future__ import annotations
@@ -22,16 +24,17 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 import orjson
-from sqlalchemy import Update, bindparam, cast, column, func, insert, select, update
+from sqlalchemy import Update, bindparam, cast, column, func, insert, literal, select, update
 from sqlalchemy.dialects.postgresql import JSON
 from sqlalchemy.dialects.postgresql import Insert as PostgresInsert
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.expression import TableValuedAlias
-from sqlalchemy.sql.schema import Table
+from sqlalchemy.sql.schema import ScalarElementColumnDefault, Table
 
 #: The name of the one parameter of the statements built here.
 ROWS = "rows"
@@ -61,6 +64,8 @@ def _json_value(value: Any) -> Any:
         if value.tzinfo is None:
             raise ValueError("naive datetime given to a UTC column")
         return value.isoformat()
+    if isinstance(value, Decimal):
+        return str(value)
     raise TypeError(f"{type(value).__name__} is not written as a JSON row")
 
 
@@ -76,9 +81,16 @@ def _json_recordset(table: Table, columns: tuple[str, ...]) -> TableValuedAlias:
 @functools.lru_cache(maxsize=64)
 def insert_from_json(table: Table, columns: tuple[str, ...]) -> PostgresInsert:
     """``INSERT INTO table (columns) SELECT … FROM _json_recordset`` (PostgreSQL); one row per
-    element of the parameter ``ROWS``."""
+    element of the parameter ``ROWS``. The table's columns that ``columns`` leave out and
+    that have a scalar default are given it (INSERT … SELECT applies only server defaults)."""
     rows = _json_recordset(table, columns)
-    return postgres_insert(table).from_select(list(columns), select(*rows.c))
+    defaults = {
+        name: literal(column.default.arg, column.type)
+        for name, column in table.c.items()
+        if name not in columns and isinstance(column.default, ScalarElementColumnDefault)
+    }
+    source = select(*rows.c, *defaults.values())
+    return postgres_insert(table).from_select([*columns, *defaults], source)
 
 
 @functools.lru_cache(maxsize=64)
