@@ -31,14 +31,17 @@ TEST_SECRET = "test-secret-key-for-api-key-hashes"
 
 
 @pytest.fixture(autouse=True)
-def _heap_settled_between_tests() -> Iterator[None]:
-    """After each test, what it left garbage is collected and what survives it is frozen
-    (``gc.freeze``), as a server freezes its startup (tenantplane/heap.py). A test process
-    starts hundreds of apps; without this, every full collection scanned all that the
-    earlier tests had left: 4-5 s each halfway through the suite, with the event loop
-    stopped, long enough for a new database connection to time out (a spurious 503). After
-    each test only that test's own objects are scanned."""
-    yield
+def _heap_settled_between_tests() -> None:
+    """Before each test, what the earlier ones left garbage is collected and what survives
+    them is frozen (``gc.freeze``), as a server freezes its startup (tenantplane/heap.py).
+    A test process starts hundreds of apps; without this, every full collection scanned all
+    that the earlier tests had left: 4-5 s each halfway through the suite, with the event
+    loop stopped, long enough for a new database connection to time out (a spurious 503).
+    Each collection scans only the last test's own objects.
+
+    Before the test, not after it: pytest holds a test's fixture values (its app, its
+    client) until its teardown has ended, so a freeze in the teardown froze them with
+    whatever cycles they were part of, and those were never collected."""
     gc.collect()
     gc.freeze()
 

@@ -20,7 +20,7 @@ from tests.http_client import running_app
 def nothing_frozen() -> Iterator[None]:
     """The test starts with nothing frozen (whatever earlier tests left, tests/conftest.py)
     and the process's heap is frozen again after it, without a full collection: the one
-    after each test would otherwise scan all that the earlier tests had left (half a
+    before the next test would otherwise scan all that the earlier tests had left (half a
     minute in a test process late in the run)."""
     gc.unfreeze()
     yield
