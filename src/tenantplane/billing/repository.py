@@ -38,7 +38,7 @@ from tenantplane.billing.models import (
 )
 from tenantplane.cluster.models import ClusterHistory, ClusterPhase
 from tenantplane.db.reads import ReadRow, Reads, as_stored
-from tenantplane.db.rows import ROWS, encode_json, insert_from_json, insert_rows
+from tenantplane.db.rows import insert_of_rows, insert_rows
 from tenantplane.tenant.models import Plan, Tenant
 
 
@@ -227,18 +227,11 @@ class BillingRepository:
         tenant id; a tenant whose period already has an invoice is left out."""
         if not rows:
             return {}
-        table = cast(Table, Invoice.__table__)
-        if self.session.get_bind().dialect.name == "postgresql":
-            # The rows as one JSON parameter (db/rows.py): a statement of constant text.
-            # As multi-row INSERTs, psycopg parsed every batch's thousands of placeholders
-            # anew: a third of a billing run's CPU.
-            statement: Any = insert_from_json(table, tuple(rows[0]))
-            parameters: Any = {ROWS: encode_json(rows)}
-        else:
-            # One statement of the table (not the ORM entity) with the rows as parameters:
-            # compiled once and sent as multi-row INSERTs by SQLAlchemy's "insertmanyvalues".
-            statement, parameters = sqlite_insert(table), list(rows)
-        statement = statement.on_conflict_do_nothing(
+        # The rows as one JSON parameter on PostgreSQL (db/rows.py): a statement of constant
+        # text. As multi-row INSERTs, psycopg parsed every batch's thousands of
+        # placeholders anew: a third of a billing run's CPU.
+        insert, parameters = insert_of_rows(self.session, cast(Table, Invoice.__table__), rows)
+        statement = insert.on_conflict_do_nothing(
             index_elements=[Invoice.tenant_id, Invoice.period_start]
         ).returning(Invoice.tenant_id, Invoice.id)
         result = await self.session.execute(statement, parameters)

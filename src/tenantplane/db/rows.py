@@ -28,10 +28,12 @@ from decimal import Decimal
 from typing import Any
 
 import orjson
-from sqlalchemy import Update, bindparam, cast, column, func, insert, literal, select, update
+from sqlalchemy import Update, bindparam, cast, column, func, literal, select, update
 from sqlalchemy.dialects.postgresql import JSON
 from sqlalchemy.dialects.postgresql import Insert as PostgresInsert
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
+from sqlalchemy.dialects.sqlite import Insert as SQLiteInsert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.expression import TableValuedAlias
 from sqlalchemy.sql.schema import ScalarElementColumnDefault, Table
@@ -114,15 +116,22 @@ def _update_each_row(table: Table, columns: tuple[str, ...]) -> Update:
     )
 
 
+def insert_of_rows(
+    session: AsyncSession, table: Table, rows: Sequence[dict[str, Any]]
+) -> tuple[PostgresInsert | SQLiteInsert, Any]:
+    """An INSERT of ``rows`` (each with the same columns, at least one) and its parameters
+    for the session's database: on PostgreSQL ``insert_from_json`` with the rows as one JSON
+    parameter, on SQLite the rows as the statement's parameters. Either takes ``ON
+    CONFLICT`` and ``RETURNING`` from the caller."""
+    if _is_postgresql(session):
+        return insert_from_json(table, tuple(rows[0])), {ROWS: encode_json(rows)}
+    return sqlite_insert(table), list(rows)
+
+
 async def insert_rows(session: AsyncSession, table: Table, rows: Sequence[dict[str, Any]]) -> None:
     """Insert ``rows`` (each with the same columns) in one statement."""
-    if not rows:
-        return
-    if _is_postgresql(session):
-        statement = insert_from_json(table, tuple(rows[0]))
-        await session.execute(statement, {ROWS: encode_json(rows)})
-    else:
-        await session.execute(insert(table), rows)
+    if rows:
+        await session.execute(*insert_of_rows(session, table, rows))
 
 
 async def update_rows(session: AsyncSession, table: Table, rows: Sequence[dict[str, Any]]) -> None:
