@@ -43,6 +43,7 @@ from tenantplane.event.webhook.repository import WebhookRepository
 from tenantplane.event.webhook.service import DELIVERY
 from tenantplane.http.firewall import Firewall
 from tenantplane.keys import KeyRing, decrypt_stored
+from tenantplane.providers.http_pool import verifying_tls
 from tenantplane.reconcile.fence import Fence
 from tenantplane.reconcile.hints import wake_after_commit
 from tenantplane.reconcile.lease import LeaseGuard
@@ -296,6 +297,7 @@ def build_delivery_reconciler(context: ReconcileContext) -> Reconciler[Any, Any]
             follow_redirects=False,
             # Proxies from the environment would connect where the firewall did not judge.
             trust_env=False,
+            verify=verifying_tls(trust_env=False),
             # No connection outlives its delivery: each is made to an address judged for
             # one URL's host (a pooled one could carry another host's request).
             limits=httpx.Limits(max_keepalive_connections=0),
