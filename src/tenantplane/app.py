@@ -38,7 +38,7 @@ from tenantplane.http.proxy import TrustedProxyHeadersMiddleware
 from tenantplane.http.ratelimit import RateLimiter, RateLimitMiddleware
 from tenantplane.http.ratelimit_store import StoreGuard
 from tenantplane.http.request_id import RequestIdMiddleware
-from tenantplane.http.route_index import api_routes
+from tenantplane.http.route_index import api_routes, include
 from tenantplane.http.security_headers import (
     STATIC_DOCS_PREFIX,
     SecurityHeadersMiddleware,
@@ -52,7 +52,7 @@ from tenantplane.providers.identity import build_token_verifier
 from tenantplane.reconcile.metrics import ReconcileMetrics, register_runtime_collectors
 from tenantplane.secret.routes import router as secret_router
 from tenantplane.tenant.routes import router as tenant_router
-from tenantplane.warmup import warm_up_app
+from tenantplane.warmup import analyse_routes, warm_up_app
 
 DESCRIPTION = (
     "Tenant-scoped platform API: clusters, secrets, alerting, members, API keys and billing. "
@@ -84,7 +84,7 @@ def include_api(app: FastAPI) -> None:
     one scan of every route less per request."""
     responses = error_responses(400, 401, 403, 429, 500, 503)
     for feature in FEATURE_ROUTERS:
-        app.include_router(feature, prefix=API_PREFIX, responses=responses)
+        include(app, feature, prefix=API_PREFIX, responses=responses)
 
 
 async def close_remote_clients(app: FastAPI) -> None:
@@ -165,9 +165,9 @@ def create_app(
 
     install_error_handlers(app)
     app.openapi = lambda: openapi_document(app)  # type: ignore[method-assign]
-    app.include_router(ops.router)
+    include(app, ops.router)
     include_api(app)
-    check_every_write_audited(api_routes(app.routes))
+    check_every_write_audited(api_routes(app))
     if settings.console:
         install_console(app)
 
@@ -200,4 +200,12 @@ def create_app(
         headers=app.state.security_headers,
         cacheable_prefixes=(STATIC_DOCS_PREFIX, CONSOLE_STATIC_PREFIX),
     )
+    return app
+
+
+def serving_app(settings: Settings) -> FastAPI:
+    """The app of a server's process: ``create_app``'s, with every route analysed before the
+    first request (tenantplane.warmup.analyse_routes)."""
+    app = create_app(settings)
+    analyse_routes(app)
     return app

@@ -31,7 +31,7 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.server import HANDLED_SIGNALS
 
-from tenantplane.app import create_app
+from tenantplane.app import serving_app
 from tenantplane.config import Settings
 from tenantplane.heap import heap_settled
 from tenantplane.http.listen import base_url
@@ -199,4 +199,4 @@ def serve_config(settings: Settings, host: str, port: int, app: Any, **options: 
 
 def server_for(settings: Settings, host: str, port: int) -> LoggedServer:
     """The server of `tenantplane serve` with one process, not yet started."""
-    return LoggedServer(serve_config(settings, host, port, create_app(settings)), settings)
+    return LoggedServer(serve_config(settings, host, port, serving_app(settings)), settings)

@@ -41,7 +41,7 @@ from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors import Multiprocess
 from uvicorn.supervisors.multiprocess import Process
 
-from tenantplane.app import create_app
+from tenantplane.app import serving_app
 from tenantplane.config import Settings
 from tenantplane.heap import heap_settled
 from tenantplane.http.listen import base_url, reuse_port_groups
@@ -78,7 +78,7 @@ def worker_app(settings: Settings, parent: int) -> FastAPI:
     ``LoggedServer`` does for the process of a one-process serve (the supervisor logs the
     serve's start and end): its heap settled while it serves (``heap_settled``)."""
     die_with_parent(parent)
-    app = create_app(settings)
+    app = serving_app(settings)
     lifespan = app.router.lifespan_context
 
     @contextlib.asynccontextmanager

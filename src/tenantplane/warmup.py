@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import anyio
 from fastapi import FastAPI
+from fastapi.routing import iter_route_contexts
 from sqlalchemy.orm import configure_mappers
 
 from tenantplane.billing.context import BillingContext
@@ -18,6 +19,15 @@ from tenantplane.catalogue.plans import load_plans
 from tenantplane.catalogue.versions import load_versions
 from tenantplane.config import Settings
 from tenantplane.http.observability import RouteTemplates
+
+
+def analyse_routes(app: FastAPI) -> None:
+    """The framework's analysis of every route (parameters, dependencies, response models),
+    which it otherwise makes for each included router on the first request reaching it
+    (tenantplane/http/route_index.py). A server's process does it before it starts (an app
+    built and not served, as a test's, pays only for the routes it serves)."""
+    for _ in iter_route_contexts(app.routes):
+        pass
 
 
 def configure_models() -> None:
@@ -38,11 +48,9 @@ def warm_up_app(app: FastAPI) -> None:
         # the prices billing needs fails the start. Without a provider the context stays
         # lazy (cheap), and such a file serves the plan limits alone.
         app.state.billing = BillingContext.from_settings(settings)
-    # The index of route templates (metric labels) is made from the framework's effective
-    # routes, which it derives and caches per included router on the first request's match:
-    # building the index now does both.
+    # The index of route templates (metric labels), from the routes as declared.
     templates: RouteTemplates = app.state.route_templates
-    templates.build(app.routes)
+    templates.build(app)
     # anyio loads its asyncio backend when it is first asked for one: FastAPI does, for the
     # first dependency with a `yield`, that is in every request with a database session.
     anyio.CancelScope()

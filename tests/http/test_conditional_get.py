@@ -28,7 +28,7 @@ NOT_READABLE_HERE = {
 def _reads(app: FastAPI) -> list[str]:
     return sorted(
         item.path.removeprefix(API_PREFIX)
-        for item in api_routes(app.routes)
+        for item in api_routes(app)
         if item.method == "GET" and item.path.startswith(API_PREFIX + "/")
     )
 

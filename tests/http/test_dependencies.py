@@ -34,7 +34,7 @@ def _name(call: Callable[..., Any]) -> str:
 
 
 async def test_no_route_or_dependency_runs_in_a_worker_thread(app: FastAPI) -> None:
-    routes = list(api_routes(app.routes))
+    routes = list(api_routes(app))
     assert len(routes) > 100  # the console's pages and the API's routes alike
     threaded = {
         f"{item.method} {item.path}: {_name(call)}"

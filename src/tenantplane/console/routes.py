@@ -14,6 +14,7 @@ from tenantplane.console.api import SignInRequired
 from tenantplane.console.pages import PAGE_ROUTERS
 from tenantplane.console.sign_in import router as sign_in_router
 from tenantplane.console.web import PAGE_HEADERS, AdminRequired, CsrfRefused, render
+from tenantplane.http.route_index import include
 
 STATIC = Path(__file__).parent / "static"
 CONSOLE_STATIC_PREFIX = "/console/static/"
@@ -57,9 +58,9 @@ async def _csrf_refused(request: Request, _: Exception) -> HTMLResponse:
 
 
 def install_console(app: FastAPI) -> None:
-    app.include_router(sign_in_router)
+    include(app, sign_in_router)
     for router in PAGE_ROUTERS:
-        app.include_router(router)
+        include(app, router)
     app.mount(
         CONSOLE_STATIC_PREFIX.rstrip("/"), ConsoleAssets(directory=STATIC), name="console-static"
     )

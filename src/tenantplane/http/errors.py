@@ -218,7 +218,7 @@ def allowed_methods(request: Request) -> str:
     methods of the first route matching the path, while each method here is its own route."""
     path = request.scope["path"]
     methods: set[str] = set()
-    for item in api_routes(request.app.router.routes):
+    for item in api_routes(request.app):
         if compile_path(item.path)[0].match(path):
             methods.add(item.method)
     if "GET" in methods:

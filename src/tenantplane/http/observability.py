@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import structlog
+from fastapi import FastAPI
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tenantplane.http.asgi import StatusRecorder
@@ -51,10 +51,10 @@ class RouteTemplates:
     def __init__(self) -> None:
         self._templates: dict[tuple[Callable[..., Any], str], str] | None = None
 
-    def build(self, routes: Sequence[BaseRoute]) -> dict[tuple[Callable[..., Any], str], str]:
+    def build(self, app: FastAPI) -> dict[tuple[Callable[..., Any], str], str]:
         """The index, made now if it is not yet (at startup: tenantplane.warmup)."""
         if self._templates is None:
-            self._templates = templates_by_endpoint(routes)
+            self._templates = templates_by_endpoint(app)
         return self._templates
 
     def of(self, scope: Scope) -> str:
@@ -62,7 +62,7 @@ class RouteTemplates:
         if endpoint is None or route is None:
             # Unmatched paths share one label: raw paths would let any client grow the series.
             return str(getattr(route, "path", "<unmatched>"))
-        template = self.build(scope["app"].routes).get((endpoint, scope["method"]))
+        template = self.build(scope["app"]).get((endpoint, scope["method"]))
         return template or str(getattr(route, "path", "<unmatched>"))
 
 

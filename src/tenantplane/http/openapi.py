@@ -267,7 +267,7 @@ def build_document(app: FastAPI) -> dict[str, Any]:
             "description": "An API key (`svc_…`) or an OIDC identity token",
         }
     }
-    for item in api_routes(app.routes):
+    for item in api_routes(app):
         if not item.route.include_in_schema:
             continue
         method = item.method.lower()

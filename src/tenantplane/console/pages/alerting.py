@@ -1,7 +1,7 @@
 """Alerting: the overview of the tenant's Alertmanager configuration and the two parts read
 and replaced whole (the global section, the root route); receivers, templates and time
-intervals (alerting_collections.py) and child routes (alerting_routes.py) are included
-under the same prefix.
+intervals (alerting_collections.py) and child routes (alerting_routes.py) have routers of
+their own under the same prefix.
 
 Every part is edited as the document the API takes (alerting_editing.py)."""
 
@@ -14,8 +14,8 @@ from typing import Any
 from fastapi import APIRouter
 from fastapi.responses import Response
 
-from tenantplane.console.pages import alerting_collections, alerting_routes
 from tenantplane.console.pages.alerting_editing import (
+    PAGES_PREFIX,
     Editor,
     Refusal,
     api_path,
@@ -31,7 +31,7 @@ from tenantplane.console.pages.alerting_editing import (
 )
 from tenantplane.console.web import Page, PageDep
 
-router = APIRouter(prefix="/console/t/{tenant}/alerting", include_in_schema=False)
+router = APIRouter(prefix=PAGES_PREFIX, include_in_schema=False)
 
 
 @router.get("")
@@ -154,5 +154,3 @@ def add_section_pages(section: Section) -> None:
 
 for _section in SECTIONS:
     add_section_pages(_section)
-router.include_router(alerting_routes.router)
-router.include_router(alerting_collections.router)

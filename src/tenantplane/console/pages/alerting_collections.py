@@ -18,6 +18,7 @@ from fastapi import APIRouter
 from fastapi.responses import HTMLResponse, Response
 
 from tenantplane.console.pages.alerting_editing import (
+    PAGES_PREFIX,
     Editor,
     NameInput,
     Parsed,
@@ -283,6 +284,6 @@ def add_pages(router: APIRouter, kind: Kind) -> None:
     router.add_api_route(f"{base}/{{key}}/delete", delete_item, methods=["POST"])
 
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(prefix=PAGES_PREFIX, include_in_schema=False)
 for _kind in KINDS:
     add_pages(router, _kind)

@@ -42,6 +42,11 @@ UNAVAILABLE = {
 }
 
 
+# The prefix of every alerting page; each of the three page modules has a router of its own
+# under it, all three included into the app (http/route_index.py).
+PAGES_PREFIX = "/console/t/{tenant}/alerting"
+
+
 def api_path(page: Page, *parts: str) -> str:
     """A path of the alerting API, each part escaped as one path segment."""
     base = f"/tenants/{quote(page.tenant, safe='')}/alerting"

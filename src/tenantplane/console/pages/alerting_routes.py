@@ -16,6 +16,7 @@ from fastapi import APIRouter
 from fastapi.responses import HTMLResponse, Response
 
 from tenantplane.console.pages.alerting_editing import (
+    PAGES_PREFIX,
     Editor,
     Refusal,
     api_path,
@@ -31,7 +32,7 @@ from tenantplane.console.pages.alerting_editing import (
 )
 from tenantplane.console.web import AdminPageDep, Page, PageDep
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(prefix=PAGES_PREFIX, include_in_schema=False)
 
 ROUTE_HINT = (
     'Alertmanager\'s route fields: receiver, matchers (e.g. severity="critical"), group_by, '
