@@ -12,7 +12,7 @@ string annotations against module globals only).
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path, Request, Response, status
+from fastapi import Depends, Path, Request, Response, status
 from pydantic import BaseModel
 
 from tenantplane.access import TenantAdmin, TenantMember
@@ -28,8 +28,9 @@ from tenantplane.http.errors import NotFound, error_responses
 from tenantplane.http.etag import NOT_MODIFIED, IfMatch, set_etag
 from tenantplane.http.location import set_location
 from tenantplane.http.paging import Paging, paged_in_stored_order, with_continue
+from tenantplane.http.routers import PrefixedRouter
 
-router = APIRouter(prefix="/tenants/{tenant}/alerting", tags=["alerting"])
+router = PrefixedRouter(prefix="/tenants/{tenant}/alerting", tags=["alerting"])
 
 # Every alerting operation can answer these, besides its own.
 _COMMON_ERRORS = (400, 401, 403, 503)

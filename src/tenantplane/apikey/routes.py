@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Request, Response, status
+from fastapi import Path, Request, Response, status
 
 from tenantplane.access import Identity, TenantAdmin
 from tenantplane.apikey import service
@@ -14,6 +14,7 @@ from tenantplane.http.errors import error_responses
 from tenantplane.http.etag import NOT_MODIFIED, set_etag
 from tenantplane.http.location import set_location
 from tenantplane.http.paging import Paging
+from tenantplane.http.routers import PrefixedRouter
 from tenantplane.http.schemas import PagedList
 from tenantplane.idempotency.dependency import IDEMPOTENCY_RESPONSES, CapturingRoute, Idempotent
 
@@ -24,7 +25,9 @@ ApiKeyId = Annotated[
     Path(alias="id", description="API key id", json_schema_extra={"pattern": KEY_ID_PATTERN}),
 ]
 
-router = APIRouter(prefix="/tenants/{tenant}/apikeys", tags=["apikeys"], route_class=CapturingRoute)
+router = PrefixedRouter(
+    prefix="/tenants/{tenant}/apikeys", tags=["apikeys"], route_class=CapturingRoute
+)
 
 
 @router.post(

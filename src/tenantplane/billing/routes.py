@@ -18,6 +18,7 @@ from tenantplane.http.documents import DocumentResponse, EncodedDocuments
 from tenantplane.http.errors import NotFound, error_responses
 from tenantplane.http.etag import NOT_MODIFIED, set_etag
 from tenantplane.http.paging import Paging, paged_in_stored_order
+from tenantplane.http.routers import PrefixedRouter
 from tenantplane.http.schemas import ItemList, PagedList
 from tenantplane.idempotency.dependency import (
     IDEMPOTENCY_RESPONSES,
@@ -27,7 +28,9 @@ from tenantplane.idempotency.dependency import (
 from tenantplane.tenant.models import Plan
 
 router = APIRouter(tags=["billing"])
-tenant_router = APIRouter(prefix="/tenants/{tenant}", tags=["billing"], route_class=CapturingRoute)
+tenant_router = PrefixedRouter(
+    prefix="/tenants/{tenant}", tags=["billing"], route_class=CapturingRoute
+)
 
 NO_STORE = "no-store"
 

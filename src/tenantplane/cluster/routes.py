@@ -35,10 +35,11 @@ from tenantplane.http.etag import NOT_MODIFIED, IfMatch, set_etag
 from tenantplane.http.location import set_location
 from tenantplane.http.names import path_name, resource_name_path
 from tenantplane.http.paging import Paging, paged_in_stored_order, with_continue
+from tenantplane.http.routers import PrefixedRouter
 from tenantplane.http.schemas import PagedList
 from tenantplane.idempotency.dependency import IDEMPOTENCY_RESPONSES, CapturingRoute, Idempotent
 
-router = APIRouter(
+router = PrefixedRouter(
     prefix="/tenants/{tenant}/clusters", tags=["clusters"], route_class=CapturingRoute
 )
 versions_router = APIRouter(tags=["clusters"])

@@ -4,7 +4,7 @@ one-time links `tenantplane console-login` prints on a deployment without an iss
 from __future__ import annotations
 
 import structlog
-from fastapi import APIRouter, Request
+from fastapi import Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from tenantplane.config import Settings
@@ -25,11 +25,12 @@ from tenantplane.console.web import (
 from tenantplane.db.engine import Database
 from tenantplane.http.errors import ApiError
 from tenantplane.http.names import is_dns_label
+from tenantplane.http.routers import PrefixedRouter
 from tenantplane.providers.identity.keys import ProviderUnavailable
 from tenantplane.providers.identity.oidc import OidcVerifier
 
 log = structlog.get_logger(__name__)
-router = APIRouter(prefix="/console", include_in_schema=False)
+router = PrefixedRouter(prefix="/console", include_in_schema=False)
 
 
 def _oidc(request: Request) -> OidcClient | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import Query, Request, Response
 
 from tenantplane.access import TenantMemberReads
 from tenantplane.db.base import parse_rfc3339
@@ -15,8 +15,9 @@ from tenantplane.event.repository import EventFilter
 from tenantplane.event.schemas import EventPage
 from tenantplane.http.errors import ValidationFailed
 from tenantplane.http.paging import MAX_LIMIT, MAX_TOKEN_LENGTH, PageQuery
+from tenantplane.http.routers import PrefixedRouter
 
-router = APIRouter(prefix="/tenants/{tenant}/events", tags=["events"])
+router = PrefixedRouter(prefix="/tenants/{tenant}/events", tags=["events"])
 
 LISTING = "events"
 DEFAULT_LIMIT = 100

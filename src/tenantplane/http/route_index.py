@@ -20,6 +20,8 @@ from typing import Any
 from fastapi import APIRouter, FastAPI
 from fastapi.routing import APIRoute
 
+from tenantplane.http.routers import PrefixedRouter
+
 _INCLUDED = "included_routers"
 
 
@@ -31,11 +33,15 @@ class ApiRoute:
 
 
 def include(app: FastAPI, router: APIRouter, *, prefix: str = "", **options: Any) -> None:
-    """``app.include_router``, kept in the index. Each router holds routes only: a router
-    included into another would be known by its full path only to the framework."""
+    """``app.include_router``, kept in the index. Each router holds routes only (a router
+    included into another would be known by its full path only to the framework), and one
+    with a prefix is a ``PrefixedRouter`` (http/routers.py)."""
     nested = [route for route in router.routes if not isinstance(route, APIRoute)]
     if nested:
         raise TypeError(f"include {nested} into the app itself, not into router {router.prefix!r}")
+    if router.prefix and not isinstance(router, PrefixedRouter):
+        # Else every request to a router included after it tries each of its routes.
+        raise TypeError(f"router {router.prefix!r} has a prefix: make it a PrefixedRouter")
     app.include_router(router, prefix=prefix, **options)
     included: list[tuple[str, APIRouter]] = getattr(app.state, _INCLUDED, [])
     included.append((prefix, router))

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, Request, Response, status
+from fastapi import Request, Response, status
 
 from tenantplane.access import TenantAdmin, TenantMember
 from tenantplane.db.session import SessionDep
@@ -8,12 +8,15 @@ from tenantplane.http.errors import error_responses
 from tenantplane.http.etag import NOT_MODIFIED, IfMatch, set_etag
 from tenantplane.http.location import set_location
 from tenantplane.http.paging import Paging
+from tenantplane.http.routers import PrefixedRouter
 from tenantplane.http.schemas import PagedList
 from tenantplane.idempotency.dependency import IDEMPOTENCY_RESPONSES, CapturingRoute, Idempotent
 from tenantplane.member import service
 from tenantplane.member.schemas import MemberCreate, MemberRead, MemberUpdate
 
-router = APIRouter(prefix="/tenants/{tenant}/members", tags=["members"], route_class=CapturingRoute)
+router = PrefixedRouter(
+    prefix="/tenants/{tenant}/members", tags=["members"], route_class=CapturingRoute
+)
 
 
 @router.post(

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Request, Response, status
+from fastapi import Request, Response, status
 
 from tenantplane.access import TenantAdmin, TenantMember
 from tenantplane.db.session import SessionDep
@@ -11,6 +11,7 @@ from tenantplane.http.etag import NOT_MODIFIED, IfMatch, set_etag
 from tenantplane.http.location import set_location
 from tenantplane.http.names import resource_name_path
 from tenantplane.http.paging import Paging
+from tenantplane.http.routers import PrefixedRouter
 from tenantplane.http.schemas import PagedList
 from tenantplane.idempotency.dependency import IDEMPOTENCY_RESPONSES, CapturingRoute, Idempotent
 from tenantplane.secret import service
@@ -18,7 +19,9 @@ from tenantplane.secret.schemas import SecretCreate, SecretRead, SecretUpdate
 
 SecretName = Annotated[str, resource_name_path("Secret name")]
 
-router = APIRouter(prefix="/tenants/{tenant}/secrets", tags=["secrets"], route_class=CapturingRoute)
+router = PrefixedRouter(
+    prefix="/tenants/{tenant}/secrets", tags=["secrets"], route_class=CapturingRoute
+)
 
 
 @router.post(

@@ -1,14 +1,15 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from fastapi import Response
 
 from tenantplane.access import TenantAdmin, TenantMember
 from tenantplane.db.session import SessionDep
 from tenantplane.http.etag import NOT_MODIFIED, set_etag
+from tenantplane.http.routers import PrefixedRouter
 from tenantplane.tenant import service
 from tenantplane.tenant.schemas import TenantRead, TenantUpdate
 
-router = APIRouter(prefix="/tenants/{tenant}", tags=["tenant"])
+router = PrefixedRouter(prefix="/tenants/{tenant}", tags=["tenant"])
 
 
 @router.get("", response_model=TenantRead, responses=NOT_MODIFIED)

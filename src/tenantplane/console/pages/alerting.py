@@ -11,7 +11,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from fastapi import APIRouter
 from fastapi.responses import Response
 
 from tenantplane.console.pages.alerting_editing import (
@@ -30,8 +29,9 @@ from tenantplane.console.pages.alerting_editing import (
     yaml_text,
 )
 from tenantplane.console.web import Page, PageDep
+from tenantplane.http.routers import PrefixedRouter
 
-router = APIRouter(prefix=PAGES_PREFIX, include_in_schema=False)
+router = PrefixedRouter(prefix=PAGES_PREFIX, include_in_schema=False)
 
 
 @router.get("")

@@ -35,6 +35,7 @@ from tenantplane.console.pages.alerting_editing import (
     yaml_text,
 )
 from tenantplane.console.web import AdminPageDep, Page, PageDep
+from tenantplane.http.routers import PrefixedRouter
 
 
 @dataclass(frozen=True)
@@ -284,6 +285,6 @@ def add_pages(router: APIRouter, kind: Kind) -> None:
     router.add_api_route(f"{base}/{{key}}/delete", delete_item, methods=["POST"])
 
 
-router = APIRouter(prefix=PAGES_PREFIX, include_in_schema=False)
+router = PrefixedRouter(prefix=PAGES_PREFIX, include_in_schema=False)
 for _kind in KINDS:
     add_pages(router, _kind)

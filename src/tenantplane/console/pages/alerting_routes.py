@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from fastapi import APIRouter
 from fastapi.responses import HTMLResponse, Response
 
 from tenantplane.console.pages.alerting_editing import (
@@ -31,8 +30,9 @@ from tenantplane.console.pages.alerting_editing import (
     yaml_text,
 )
 from tenantplane.console.web import AdminPageDep, Page, PageDep
+from tenantplane.http.routers import PrefixedRouter
 
-router = APIRouter(prefix=PAGES_PREFIX, include_in_schema=False)
+router = PrefixedRouter(prefix=PAGES_PREFIX, include_in_schema=False)
 
 ROUTE_HINT = (
     'Alertmanager\'s route fields: receiver, matchers (e.g. severity="critical"), group_by, '

@@ -8,13 +8,13 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
-from fastapi import APIRouter
 from fastapi.responses import HTMLResponse, Response
 
 from tenantplane.console.api import ApiAnswer
 from tenantplane.console.web import AdminPageDep, Page, PageDep, field_errors
+from tenantplane.http.routers import PrefixedRouter
 
-router = APIRouter(prefix="/console/t/{tenant}/apikeys", include_in_schema=False)
+router = PrefixedRouter(prefix="/console/t/{tenant}/apikeys", include_in_schema=False)
 
 ROLES = ("readonly", "admin")
 # Said instead of a bare refusal: only admins see or manage a tenant's keys.

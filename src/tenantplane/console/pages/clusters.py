@@ -6,13 +6,13 @@ from typing import Any
 from urllib.parse import quote
 
 import yaml
-from fastapi import APIRouter
 from fastapi.responses import HTMLResponse, Response
 
 from tenantplane.console.api import ApiAnswer
 from tenantplane.console.web import PAGE_HEADERS, AdminPageDep, Page, PageDep, field_errors
+from tenantplane.http.routers import PrefixedRouter
 
-router = APIRouter(prefix="/console/t/{tenant}/clusters", include_in_schema=False)
+router = PrefixedRouter(prefix="/console/t/{tenant}/clusters", include_in_schema=False)
 
 # Phases in which nothing changes by itself: the live list stops polling.
 SETTLED_PHASES = frozenset({"Running", "Failed"})

@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from fastapi import APIRouter
 from fastapi.responses import HTMLResponse
 
 from tenantplane.console.api import ApiAnswer
 from tenantplane.console.web import PageDep, field_errors
+from tenantplane.http.routers import PrefixedRouter
 
-router = APIRouter(prefix="/console/t/{tenant}/events", include_in_schema=False)
+router = PrefixedRouter(prefix="/console/t/{tenant}/events", include_in_schema=False)
 
 # The API's filters (docs/events.md), in the form's order.
 FILTERS = ("type", "action", "kind", "name", "actor", "since", "until", "limit")

@@ -8,7 +8,6 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
-from fastapi import APIRouter
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from tenantplane.console.api import ApiAnswer
@@ -24,8 +23,9 @@ from tenantplane.console.usage import (
 )
 from tenantplane.console.usage_chart import Chart, hours_text, layout
 from tenantplane.console.web import PAGE_HEADERS, Page, PageDep
+from tenantplane.http.routers import PrefixedRouter
 
-router = APIRouter(prefix="/console/t/{tenant}/invoices", include_in_schema=False)
+router = PrefixedRouter(prefix="/console/t/{tenant}/invoices", include_in_schema=False)
 
 # Phases whose invoice was charged: only they can have a receipt (docs/billing.md).
 CHARGED_PHASES = frozenset({"Paid", "PastDue"})

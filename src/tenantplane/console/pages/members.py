@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from fastapi import APIRouter
 from fastapi.responses import HTMLResponse, Response
 
 from tenantplane.console.api import ApiAnswer
 from tenantplane.console.web import Page, PageDep, field_errors
+from tenantplane.http.routers import PrefixedRouter
 
-router = APIRouter(prefix="/console/t/{tenant}/members", include_in_schema=False)
+router = PrefixedRouter(prefix="/console/t/{tenant}/members", include_in_schema=False)
 
 ROLES = ("admin", "readonly")
 # The API's code when a change would leave the tenant without an admin (member/service.py).

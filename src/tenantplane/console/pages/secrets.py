@@ -10,14 +10,14 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-from fastapi import APIRouter
 from fastapi.responses import HTMLResponse, Response
 from starlette.datastructures import FormData
 
 from tenantplane.console.api import ApiAnswer
 from tenantplane.console.web import AdminPageDep, Page, PageDep, field_errors
+from tenantplane.http.routers import PrefixedRouter
 
-router = APIRouter(prefix="/console/t/{tenant}/secrets", include_in_schema=False)
+router = PrefixedRouter(prefix="/console/t/{tenant}/secrets", include_in_schema=False)
 
 # Phases in which nothing changes by itself: the live parts stop polling.
 SETTLED_PHASES = frozenset({"Synced", "Failed"})

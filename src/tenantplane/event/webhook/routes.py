@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, Path, Request, Response, status
+from fastapi import Path, Request, Response, status
 
 from tenantplane.access import TenantAdmin
 from tenantplane.db.session import SessionDep
@@ -27,6 +27,7 @@ from tenantplane.http.etag import NOT_MODIFIED, IfMatch, set_etag
 from tenantplane.http.firewall import Firewall
 from tenantplane.http.location import origin_of, set_location
 from tenantplane.http.paging import Paging
+from tenantplane.http.routers import PrefixedRouter
 from tenantplane.http.schemas import PagedList
 from tenantplane.idempotency.dependency import IDEMPOTENCY_RESPONSES, CapturingRoute, Idempotent
 
@@ -45,7 +46,7 @@ DeliveryId = Annotated[
     Path(description="Delivery id", json_schema_extra={"pattern": service.DELIVERY_ID_PATTERN}),
 ]
 
-router = APIRouter(
+router = PrefixedRouter(
     prefix="/tenants/{tenant}/webhooks", tags=["webhooks"], route_class=CapturingRoute
 )
 
