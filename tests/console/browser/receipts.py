@@ -8,7 +8,6 @@ downloads a receipt ignores certificate errors)."""
 
 from __future__ import annotations
 
-import datetime
 import ssl
 import tempfile
 import threading
@@ -20,12 +19,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from tests.fakes.paddle import INVOICE_HOST
 from tests.fakes.server import QuietHandler
+from tests.tls import self_signed
 
 RECEIPT = b"%PDF-1.4\n% the provider's receipt\n%%EOF\n"
 
@@ -47,37 +44,11 @@ class ReceiptHost:
         )
 
 
-def _self_signed(directory: Path, host: str) -> tuple[Path, Path]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)]), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    certificate_file, key_file = directory / "receipts.crt", directory / "receipts.key"
-    certificate_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return certificate_file, key_file
-
-
 @contextmanager
 def receipt_host() -> Iterator[ReceiptHost]:
     with tempfile.TemporaryDirectory() as directory:
-        certificate, key = _self_signed(Path(directory), str(urlsplit(INVOICE_HOST).hostname))
+        host = str(urlsplit(INVOICE_HOST).hostname)
+        certificate, key = self_signed(Path(directory), "receipts", x509.DNSName(host))
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(certificate, key)
     asked: list[str] = []
