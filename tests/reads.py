@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any
 
 from tenantplane.db.engine import Database
 from tenantplane.db.reads import EngineReads, ReadRow, Reads
+from tenantplane.http.documents import Listing
 
 Read = Callable[[Reads], Awaitable[Sequence[ReadRow]]]
 
@@ -31,3 +33,22 @@ def listed(read_one: Callable[[Reads], Awaitable[ReadRow | None]]) -> Read:
         return [] if row is None else [row]
 
     return read
+
+
+def snapshot_of(listing: Listing) -> Read:
+    """A list's digest and versions (http/documents.py) as one read: the digest's row, then
+    the versions' rows. The digest must agree too: it is compared with itself across
+    processes and reads."""
+
+    async def read(reads: Reads) -> Sequence[ReadRow]:
+        digest, versions = await reads.snapshot(
+            (listing.digest, listing.parameters), (listing.versions, listing.parameters)
+        )
+        return [*digest, *versions]
+
+    return read
+
+
+async def no_documents(ids: list[int]) -> Iterable[tuple[Any, dict[str, Any]]]:
+    """A list's reader for tests that read only its digest and versions."""
+    raise AssertionError(f"documents {ids} are not read here")

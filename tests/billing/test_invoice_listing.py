@@ -10,7 +10,7 @@ from sqlalchemy import select
 from tenantplane.billing.models import Invoice, InvoicePhase
 from tenantplane.billing.repository import (
     BillingRepository,
-    read_invoice_versions,
+    invoice_listing_of,
     read_invoices,
 )
 from tenantplane.db.base import utcnow
@@ -20,7 +20,7 @@ from tests.billing.conftest import BillingFactoryFn
 from tests.billing.test_cycle import at
 from tests.factories import Factory
 from tests.http_client import bearer
-from tests.reads import agree
+from tests.reads import agree, no_documents, snapshot_of
 
 
 async def test_a_paid_invoice_shows_paid_on_the_next_poll(
@@ -64,7 +64,7 @@ async def test_invoice_rows_hold_the_values_and_types_a_session_reads(
     tenant = await factory.tenant()
     await factory.billing.backdate_tenant(tenant.id, at("2026-08-01T00:00:00"))
     await deployment.run("2026-10-01T00:00:00Z")
-    versions = await agree(database, lambda reads: read_invoice_versions(reads, tenant.id))
+    _, *versions = await agree(database, snapshot_of(invoice_listing_of(tenant.id, no_documents)))
     ids = [row.id for row in versions]
     assert len(ids) == 2
 

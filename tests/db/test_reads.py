@@ -13,17 +13,17 @@ from tenantplane.apikey.models import ApiKey
 from tenantplane.apikey.repository import find_credential
 from tenantplane.cluster.models import ClusterPhase
 from tenantplane.cluster.repository import (
+    cluster_listing_of,
     read_cluster,
     read_clusters,
     read_connection,
-    read_versions,
 )
 from tenantplane.db.engine import Database
 from tenantplane.db.sqlite_reads import SqliteReads
 from tenantplane.member.repository import find_membership
 from tenantplane.tenant.models import Tenant
 from tests.factories import Factory
-from tests.reads import agree, listed
+from tests.reads import agree, listed, no_documents, snapshot_of
 
 TENANT_COUNT = select(func.count()).select_from(Tenant)
 
@@ -93,7 +93,12 @@ async def test_rows_hold_the_values_and_types_a_session_reads(
     async with database.transaction() as session:
         key_hash = (await session.execute(select(ApiKey.key_hash).limit(1))).scalar_one()
 
-    assert len(await agree(database, lambda reads: read_versions(reads, tenant.id))) == 3
+    clusters = cluster_listing_of(tenant.id, no_documents, lambda row: (row.id,))
+    digest, *versions = await agree(database, snapshot_of(clusters))
+    assert len(versions) == 3
+    # The digest names each row, in the list's order.
+    digested = [part.split(":")[:3] for part in digest[0].split(",")]
+    assert digested == [[str(row.id), str(row.resource_version), row.name] for row in versions]
     for ids in ([alpha.id, beta.id], [beta.id], []):
         found = await agree(database, partial(read_clusters, tenant_id=tenant.id, cluster_ids=ids))
         assert sorted(row.id for row in found) == sorted(ids)

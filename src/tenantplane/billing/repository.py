@@ -37,8 +37,9 @@ from tenantplane.billing.models import (
     ProviderEvent,
 )
 from tenantplane.cluster.models import ClusterHistory, ClusterPhase
-from tenantplane.db.reads import ReadRow, Reads, as_stored
+from tenantplane.db.reads import ReadRow, Reads, as_stored, digest_of
 from tenantplane.db.rows import insert_of_rows, insert_rows
+from tenantplane.http.documents import Listing, Reader
 from tenantplane.tenant.models import Plan, Tenant
 
 
@@ -106,11 +107,16 @@ _LINE_ITEMS = (
 _IDS_PER_READ = 500
 
 
-async def read_invoice_versions(reads: Reads, tenant_id: int) -> Sequence[ReadRow]:
-    """(id, resource_version, name, created_at as stored) of the tenant's invoices in
-    listing order (http/documents.py):
-    by billing period, a final invoice after a regular one of the same start."""
-    return await reads.all(_INVOICE_VERSIONS, {"tenant_id": tenant_id})
+_INVOICE_VERSIONS_DIGEST = digest_of(_INVOICE_VERSIONS)
+
+
+def invoice_listing_of(tenant_id: int, read: Reader) -> Listing:
+    """The tenant's invoices as a list (http/documents.py): their (id, resource_version,
+    name, created_at as stored) in listing order, by billing period, a final invoice after
+    a regular one of the same start; ``read`` for their documents."""
+    return Listing(
+        "invoice", _INVOICE_VERSIONS, _INVOICE_VERSIONS_DIGEST, {"tenant_id": tenant_id}, read
+    )
 
 
 async def read_invoices(

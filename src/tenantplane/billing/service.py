@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tenantplane.billing.models import BillingProfile, CreditEntry, Invoice, InvoicePhase
 from tenantplane.billing.repository import (
     BillingRepository,
-    read_invoice_versions,
+    invoice_listing_of,
     read_invoices,
 )
 from tenantplane.billing.schemas import invoice_document
@@ -67,7 +67,8 @@ async def invoice_listing(
         found = await read_invoices(reads, tenant_id, ids)
         return [(invoice, invoice_document(invoice, lines)) for invoice, lines in found]
 
-    return await documents.listing("invoice", await read_invoice_versions(reads, tenant_id), read)
+    items, _ = await documents.page(reads, invoice_listing_of(tenant_id, read))
+    return items
 
 
 async def get_invoice(session: AsyncSession, tenant_id: int, name: str) -> Invoice:

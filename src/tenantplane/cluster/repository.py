@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVarTuple
@@ -31,8 +31,10 @@ from sqlalchemy.sql.dml import ReturningInsert
 from sqlalchemy.sql.schema import Table
 
 from tenantplane.cluster.models import Cluster, ClusterEvent, ClusterHistory
-from tenantplane.db.reads import ReadRow, Reads, as_stored
+from tenantplane.db.reads import ReadRow, Reads, as_stored, digest_of
 from tenantplane.db.rows import encode_json, insert_rows
+from tenantplane.http.documents import Listing, Reader
+from tenantplane.http.paging import SortKey
 from tenantplane.tenant.models import Plan, Tenant
 
 
@@ -90,11 +92,16 @@ _CONNECTION = select(Cluster.phase, Cluster.endpoint, Cluster.certificate_author
 )
 
 
-async def read_versions(reads: Reads, tenant_id: int) -> Sequence[ReadRow]:
-    """(id, resource_version, name, created_at as stored) of the tenant's clusters, in
-    listing order (http/documents.py).
+_VERSIONS_DIGEST = digest_of(_VERSIONS)
+
+
+def cluster_listing_of(
+    tenant_id: int, read: Reader, sort_key: Callable[[ReadRow], SortKey]
+) -> Listing:
+    """The tenant's clusters as a list (http/documents.py): their (id, resource_version,
+    name, created_at as stored) in listing order, and ``read`` for their documents.
     A tenant has at most its plan's limit of clusters (250)."""
-    return await reads.all(_VERSIONS, {"tenant_id": tenant_id})
+    return Listing("cluster", _VERSIONS, _VERSIONS_DIGEST, {"tenant_id": tenant_id}, read, sort_key)
 
 
 async def read_clusters(

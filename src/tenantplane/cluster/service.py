@@ -28,10 +28,10 @@ from tenantplane.cluster.reconciler import CLUSTERS
 from tenantplane.cluster.repository import (
     ClusterRepository,
     Usage,
+    cluster_listing_of,
     read_cluster,
     read_clusters,
     read_connection,
-    read_versions,
 )
 from tenantplane.cluster.schemas import (
     ApiWarning,
@@ -56,7 +56,7 @@ from tenantplane.http.errors import (
     ValidationFailed,
 )
 from tenantplane.http.etag import check_if_match
-from tenantplane.http.paging import Page, SortKey, paged
+from tenantplane.http.paging import Page, SortKey
 from tenantplane.reconcile.hints import notify_in_statement, wake_after_commit
 from tenantplane.secret import service as secret_service
 
@@ -274,8 +274,7 @@ async def cluster_listing(
     async def read(ids: list[int]) -> list[tuple[ReadRow, dict[str, Any]]]:
         return [(row, cluster_document(row)) for row in await read_clusters(reads, tenant_id, ids)]
 
-    listed, last = paged(await read_versions(reads, tenant_id), _listing_key, page)
-    return await documents.listing("cluster", listed, read), last
+    return await documents.page(reads, cluster_listing_of(tenant_id, read, _listing_key), page)
 
 
 def _listing_key(row: ReadRow) -> SortKey:

@@ -9,17 +9,31 @@ versions are keys, never shown: their creation time is read as stored, not conve
 change to these resources bumps their resourceVersion (ORM versioning and the Core updates
 alike), so a kept document is never stale; name and creation time are part of the key, so a
 row id reused after a deletion can never bring back another resource's document.
+
+A page of a list is kept too, whole, under the digest of the list's versions
+(db/reads.digest_of): the server builds that one string from the same rows, so a poll of an
+unchanged list reads one short row and answers the page as it was, without reading, paging
+and looking up each resource again (the larger part of a poll of a long list). A page is kept
+only when each of its documents is of exactly the version its listing read, and the listing
+read the digest and the versions in one snapshot: an equal digest is then the same rows, and
+the same rows are the same page.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
+from sqlalchemy.sql import Executable
 from starlette.responses import JSONResponse
+
+from tenantplane.db.reads import Parameters, ReadRow, Reads
+from tenantplane.http.paging import WHOLE, Page, SortKey, paged
 
 # Reads the rows of these ids in full: each row (with .id and .resource_version) and its
 # document.
@@ -27,6 +41,37 @@ Reader = Callable[[list[int]], Awaitable[Iterable[tuple[Any, dict[str, Any]]]]]
 
 # About 1-2 KB each: at most a few tens of MB per process.
 DEFAULT_MAX_DOCUMENTS = 50_000
+# A kept page holds its documents (shared with the map above while they are in it) and the
+# digest's hash: the pages of a few thousand lists.
+DEFAULT_MAX_PAGES = 4_096
+
+
+@dataclass(frozen=True)
+class Listing:
+    """One list as its repository reads it: ``versions`` (id, resource_version, name,
+    created_at as stored, in the list's order) and its ``digest`` (db/reads.digest_of), both
+    with ``parameters``; ``read`` brings the documents of some ids. ``sort_key`` pages the
+    list (None: it is answered whole)."""
+
+    kind: str
+    versions: Executable
+    digest: Executable
+    parameters: Parameters
+    read: Reader
+    sort_key: Callable[[ReadRow], SortKey] | None = None
+
+
+@dataclass(frozen=True)
+class _KeptPage:
+    digest: bytes
+    items: list[orjson.Fragment]
+    last: SortKey | None
+
+
+def _digest(row: ReadRow | None) -> bytes:
+    """A fixed-size stand-in for a list's digest (a long list's is long)."""
+    text = "" if row is None or row[0] is None else row[0]
+    return hashlib.blake2b(text.encode(), digest_size=32).digest()
 
 
 class DocumentResponse(JSONResponse):
@@ -41,9 +86,13 @@ class EncodedDocuments:
     """A bounded, per-process map from a resource's identity and version to its encoded
     document; the least recently used go first."""
 
-    def __init__(self, max_documents: int = DEFAULT_MAX_DOCUMENTS) -> None:
+    def __init__(
+        self, max_documents: int = DEFAULT_MAX_DOCUMENTS, max_pages: int = DEFAULT_MAX_PAGES
+    ) -> None:
         self.max_documents = max_documents
+        self.max_pages = max_pages
         self._documents: OrderedDict[Hashable, orjson.Fragment] = OrderedDict()
+        self._pages: OrderedDict[Hashable, _KeptPage] = OrderedDict()
         # Documents being read by a listing now, for the listings that want them meanwhile.
         self._filling: dict[Hashable, asyncio.Future[orjson.Fragment | None]] = {}
 
@@ -64,15 +113,48 @@ class EncodedDocuments:
     def __len__(self) -> int:
         return len(self._documents)
 
+    @property
+    def pages_kept(self) -> int:
+        return len(self._pages)
+
+    async def page(
+        self, reads: Reads, listing: Listing, page: Page = WHOLE
+    ) -> tuple[list[orjson.Fragment], SortKey | None]:
+        """A ``page`` of ``listing``'s documents, and the sort key of its last when more
+        remain: the page kept for the list's current digest, or read (and kept)."""
+        key = (listing.kind, *sorted(listing.parameters.items()), page)
+        kept = self._pages.get(key)
+        if kept is not None and _digest(await reads.first(listing.digest, listing.parameters)) == (
+            kept.digest
+        ):
+            self._pages.move_to_end(key)
+            return kept.items, kept.last
+        digest, versions = await reads.snapshot(
+            (listing.digest, listing.parameters), (listing.versions, listing.parameters)
+        )
+        listed, last = (
+            (list(versions), None)
+            if listing.sort_key is None
+            else paged(versions, listing.sort_key, page)
+        )
+        items, complete = await self.listing(listing.kind, listed, listing.read)
+        if complete:
+            self._pages[key] = _KeptPage(_digest(digest[0] if digest else None), items, last)
+            self._pages.move_to_end(key)
+            while len(self._pages) > self.max_pages:
+                self._pages.popitem(last=False)
+        return items, last
+
     async def listing(
         self,
         kind: str,
         listed: Sequence[Any],
         read: Reader,
-    ) -> list[orjson.Fragment]:
+    ) -> tuple[list[orjson.Fragment], bool]:
         """The documents of the ``listed`` rows (id, resource_version, name, created_at), in
         their order: the kept ones as they are, the others from ``read(ids)`` (each row
-        with its document), kept from then on.
+        with its document), kept from then on; and whether each is of exactly its listed
+        version (none deleted or changed since the listing).
 
         A document another listing is reading now is waited for, not read again: a burst
         of polls of a list nobody has read yet (after a start) would otherwise each read
@@ -94,7 +176,9 @@ class EncodedDocuments:
             if again:
                 kept.update(await self._read(keys, again, read))
         # Deleted since it was listed: left out.
-        return [document for document in kept.values() if document is not None]
+        documents = [document for document in kept.values() if document is not None]
+        complete = len(documents) == len(keys) and all(self.get(key) for key in keys.values())
+        return documents, complete
 
     async def _fill(
         self, keys: dict[int, tuple[Any, ...]], ids: list[int], read: Reader
