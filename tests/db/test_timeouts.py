@@ -15,9 +15,12 @@ import psycopg
 import pytest
 from fastapi import FastAPI
 from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 
 from tenantplane.db.engine import Database, DatabaseOptions
 from tenantplane.db.migrate import upgrade
+from tenantplane.db.postgres_reads import PostgresReads
+from tenantplane.db.urls import libpq_dsn
 from tests.backends import postgres_database
 from tests.conftest import TEST_SECRET, make_settings
 from tests.factories import Factory, TenantFixture
@@ -263,3 +266,39 @@ async def _until_waiting_for_lock(url: str) -> None:
                 return
             assert loop.time() < give_up, "no session ever waited for the lock"
             await asyncio.sleep(0.05)
+
+
+async def test_a_read_connection_serves_on_after_a_failed_statement_and_a_lost_server() -> None:
+    """The plain reads run each connection's statements on one cursor: a statement that
+    failed, or a connection the server ended and the pool replaced, leaves the next read
+    answered."""
+    count = text("SELECT count(*) FROM pg_class WHERE relname = 'tenants'")
+    backend = text("SELECT pg_backend_pid()")
+    with postgres_database("tenantplane_timeouts") as url:
+        database = Database.connect(url)
+        reads = PostgresReads(
+            libpq_dsn(url),
+            database.engine.dialect,
+            size=1,
+            timeout_seconds=5,
+            connect_timeout_seconds=5,
+            session_options="",
+        )
+        try:
+            assert tuple(await reads.first(count, {}) or ()) == (0,)
+            with pytest.raises(DBAPIError, match="division by zero"):
+                await reads.first(text("SELECT 1 / 0"), {})
+            assert tuple(await reads.first(count, {}) or ()) == (0,)
+            row = await reads.first(backend, {})
+            assert row is not None
+            own = row[0]
+            async with await psycopg.AsyncConnection.connect(_dsn(url), autocommit=True) as admin:
+                await admin.execute("SELECT pg_terminate_backend(%s)", (own,))
+            with pytest.raises(DBAPIError):
+                await reads.first(count, {})
+            await reads.drop_ended_connections()
+            assert tuple(await reads.first(count, {}) or ()) == (0,)
+            assert tuple(await reads.first(backend, {}) or ()) != (own,)
+        finally:
+            await reads.dispose()
+            await database.dispose()

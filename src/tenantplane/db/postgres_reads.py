@@ -57,6 +57,7 @@ class PostgresReads:
             "options": f"{session_options} -c default_transaction_read_only=on".strip(),
         }
         self._prepared = PreparedStatements(dialect)
+        self._cursors: dict[psycopg.AsyncConnection[Any], psycopg.AsyncCursor[Any]] = {}
         self._pool: AsyncConnectionPool | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._opening: asyncio.Task[None] | None = None
@@ -76,6 +77,7 @@ class PostgresReads:
 
     async def dispose(self) -> None:
         pool, self._pool, self._gate, self._opening, self._loop = self._pool, None, None, None, None
+        self._cursors.clear()
         if pool is not None:
             await pool.close()
 
@@ -126,7 +128,8 @@ class PostgresReads:
         for listener in self.listeners:
             listener(prepared.sql)
         try:
-            cursor = await connection.execute(prepared.sql, prepared.parameters(values))
+            cursor = self._cursor(connection)
+            await cursor.execute(prepared.sql, prepared.parameters(values))
             make = prepared.rows
             if make is None:
                 # psycopg builds a cursor's description anew on each access: only the
@@ -155,6 +158,18 @@ class PostgresReads:
                 connection_invalidated=connection.broken,
                 dialect=self.dialect,
             ) from exc
+
+    def _cursor(self, connection: psycopg.AsyncConnection[Any]) -> psycopg.AsyncCursor[Any]:
+        """The connection's one cursor, executed again and again: a cursor made for each
+        statement was a quarter of a point read's CPU (bench/history.md, round 23). A
+        connection only ever runs one statement at a time (it is checked out)."""
+        cursor = self._cursors.get(connection)
+        if cursor is None:
+            # A new connection: forget those the pool has closed since (replaced).
+            for gone in [known for known in self._cursors if known.closed]:
+                del self._cursors[gone]
+            cursor = self._cursors[connection] = connection.cursor()
+        return cursor
 
     async def _admitted(self, gate: asyncio.Semaphore) -> None:
         """Wait for one of the pool's connections in a plain FIFO queue: under load (many
