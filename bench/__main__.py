@@ -7,7 +7,7 @@ server's CPU per request (from /proc/PID/stat before and after) and the ratio to
 served by the same process in the same run. See bench/README.md.
 
     uv run python -m bench [--seconds 5] [--connections 64] [--backend sqlite|postgresql]
-                           [--only abcdefghij] [--workers N]
+                           [--only abcdefghij] [--workers N] [--rounds N]
 """
 
 from __future__ import annotations
@@ -53,6 +53,8 @@ class Options:
     workdir: Path
     #: API processes of every `serve` (`--workers`): 1 keeps figures comparable with earlier rounds.
     workers: int = 1
+    #: Times the read scenarios run (`--rounds`), each round after a floor of its own.
+    rounds: int = 1
     report: list[str] = field(default_factory=list)
 
 
@@ -157,22 +159,25 @@ def http_scenarios(backend: str, options: Options) -> None:
             one = tenant.path("/clusters/cluster-000")
             # Warm-up: imports, caches, pooled connections.
             drive("warm-up", one, tenant.headers, seconds=1)
-            baseline = drive("(a) GET /healthz", "/healthz")
-            emit(options, row(baseline, baseline))
+            reads = {
+                "b": ("(b) GET one cluster", one),
+                "c": ("(c) list 50 clusters", tenant.path("/clusters")),
+                "e": ("(e) list 120 invoices", tenant.path("/invoices")),
+            }
+            ratios: dict[str, list[float]] = {letter: [] for letter in reads if letter in wanted}
             results: dict[str, Figures] = {}
-            if "b" in wanted:
-                results["b"] = drive("(b) GET one cluster", one, tenant.headers)
-                emit(options, row(results["b"], baseline))
-                eight = drive("(b) GET one cluster, 8 conn", one, tenant.headers, connections=8)
-                emit(options, row(eight, baseline, "8 connections"))
-            if "c" in wanted:
-                results["c"] = drive(
-                    "(c) list 50 clusters", tenant.path("/clusters"), tenant.headers
-                )
-                emit(options, row(results["c"], baseline))
-            if "e" in wanted:
-                invoices = drive("(e) list 120 invoices", tenant.path("/invoices"), tenant.headers)
-                emit(options, row(invoices, baseline))
+            for _ in range(options.rounds):
+                baseline = drive("(a) GET /healthz", "/healthz")
+                emit(options, row(baseline, baseline))
+                for letter, (name, path) in reads.items():
+                    if letter not in wanted:
+                        continue
+                    results[letter] = drive(name, path, tenant.headers)
+                    emit(options, row(results[letter], baseline))
+                    ratios[letter].append(results[letter].rate / baseline.rate)
+                    if letter == "b":
+                        eight = drive(f"{name}, 8 conn", path, tenant.headers, connections=8)
+                        emit(options, row(eight, baseline, "8 connections"))
             if "d" in wanted:
                 created = drive(
                     "(d) create secret",
@@ -184,11 +189,27 @@ def http_scenarios(backend: str, options: Options) -> None:
                 emit(options, row(created, baseline, "reconcilers in process"))
         finally:
             server.stop()
+        if options.rounds > 1:
+            _median_ratios(options, ratios)
         if "d" in wanted:
             _writes_with_worker(env, options, tenant, log)
         if "f" in wanted:
             _big_database(env, options, engine, tenant, log, results.get("c"))
         engine.dispose()
+
+
+def _median_ratios(options: Options, ratios: dict[str, list[float]]) -> None:
+    """Each read scenario's ratio over the rounds: the floor of a shared machine moves by a
+    fifth from one minute to the next, so each ratio is to the floor taken just before it
+    and the median of the rounds is the figure."""
+    emit(options, f"\n{options.rounds} rounds, each ratio to the (a) just before it:\n")
+    emit(options, "| scenario | median ratio | lowest | highest |\n|---|---|---|---|")
+    for letter, taken in ratios.items():
+        emit(
+            options,
+            f"| ({letter}) | **{statistics.median(taken):.2f}** | {min(taken):.2f} "
+            f"| {max(taken):.2f} |",
+        )
 
 
 def _driver(
@@ -505,6 +526,12 @@ def main() -> None:
         help="API processes of each `tenantplane serve` (its --workers; CPU is all of theirs)",
     )
     parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run (a), (b), (c) and (e) this many times and print each read's median ratio",
+    )
+    parser.add_argument(
         "--loaded-ok",
         action="store_true",
         help=f"run even if the load average is above {IDLE_LOAD_AVERAGE} (figures flagged)",
@@ -517,10 +544,15 @@ def main() -> None:
             "ratios taken now are not comparable; wait, or pass --loaded-ok"
         )
     workdir = Path(tempfile.mkdtemp(prefix="tenantplane-bench-"))
-    if arguments.workers < 1:
-        parser.error("--workers must be at least 1")
+    if arguments.workers < 1 or arguments.rounds < 1:
+        parser.error("--workers and --rounds must be at least 1")
     options = Options(
-        arguments.seconds, arguments.connections, arguments.only, workdir, arguments.workers
+        arguments.seconds,
+        arguments.connections,
+        arguments.only,
+        workdir,
+        arguments.workers,
+        rounds=arguments.rounds,
     )
     backends = ["sqlite", "postgresql"] if arguments.backend == "both" else [arguments.backend]
     emit(
