@@ -130,9 +130,15 @@ async def test_a_page_whose_resource_went_away_before_its_read_is_answered_not_k
     assert len(statements) == 1
 
 
-async def test_kept_pages_are_bounded(app: FastAPI, factory: Factory) -> None:
+@pytest.mark.parametrize(
+    "bound", [{"max_pages": 2}, {"max_documents": 5}], ids=["pages", "documents"]
+)
+async def test_kept_pages_are_bounded(
+    app: FastAPI, factory: Factory, bound: dict[str, int]
+) -> None:
+    """At most so many pages, and so many documents in them (two clusters a list)."""
     reads = app.state.database.reads
-    documents = EncodedDocuments(max_pages=2)
+    documents = EncodedDocuments(**bound)
 
     async def read(ids: list[int]) -> list[tuple[Any, dict[str, Any]]]:
         return [(row, {"name": row.name}) for row in await read_clusters(reads, tenant_id, ids)]
@@ -140,6 +146,7 @@ async def test_kept_pages_are_bounded(app: FastAPI, factory: Factory) -> None:
     for _ in range(3):
         tenant_id = (await factory.tenant()).id
         await factory.cluster_row(tenant_id, "web")
+        await factory.cluster_row(tenant_id, "api")
         await documents.page(reads, cluster_listing_of(tenant_id, read, lambda row: (row.id,)))
     assert documents.pages_kept == 2
 

@@ -42,7 +42,7 @@ Reader = Callable[[list[int]], Awaitable[Iterable[tuple[Any, dict[str, Any]]]]]
 # About 1-2 KB each: at most a few tens of MB per process.
 DEFAULT_MAX_DOCUMENTS = 50_000
 # A kept page holds its documents (shared with the map above while they are in it) and the
-# digest's hash: the pages of a few thousand lists.
+# digest's hash: the pages of a few thousand lists, their documents bounded as the map's.
 DEFAULT_MAX_PAGES = 4_096
 
 
@@ -93,6 +93,7 @@ class EncodedDocuments:
         self.max_pages = max_pages
         self._documents: OrderedDict[Hashable, orjson.Fragment] = OrderedDict()
         self._pages: OrderedDict[Hashable, _KeptPage] = OrderedDict()
+        self._page_items = 0
         # Documents being read by a listing now, for the listings that want them meanwhile.
         self._filling: dict[Hashable, asyncio.Future[orjson.Fragment | None]] = {}
 
@@ -139,11 +140,20 @@ class EncodedDocuments:
         )
         items, complete = await self.listing(listing.kind, listed, listing.read)
         if complete:
-            self._pages[key] = _KeptPage(_digest(digest[0] if digest else None), items, last)
-            self._pages.move_to_end(key)
-            while len(self._pages) > self.max_pages:
-                self._pages.popitem(last=False)
+            self._keep_page(key, _KeptPage(_digest(digest[0] if digest else None), items, last))
         return items, last
+
+    def _keep_page(self, key: Hashable, page: _KeptPage) -> None:
+        """Keep ``page``; the least recently used go first, so that at most ``max_pages``
+        pages and ``max_documents`` documents in them are kept (a page's documents may
+        outlive their place in the map of documents)."""
+        replaced = self._pages.pop(key, None)
+        self._page_items -= 0 if replaced is None else len(replaced.items)
+        self._pages[key] = page
+        self._page_items += len(page.items)
+        while len(self._pages) > self.max_pages or self._page_items > self.max_documents:
+            _, evicted = self._pages.popitem(last=False)
+            self._page_items -= len(evicted.items)
 
     async def listing(
         self,
