@@ -278,7 +278,8 @@ async def cluster_listing(
 
 
 def _listing_key(row: ReadRow) -> SortKey:
-    """The clusters' order: by creation, then id (read_versions' row: id, _, _, created_at)."""
+    """The clusters' order: by creation, then id (a versions row of cluster_listing_of:
+    id, _, _, created_at)."""
     return (epoch_microseconds(row[3]), row[0])
 
 
