@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 import httpx
@@ -12,6 +13,7 @@ from fastapi import FastAPI
 
 from tenantplane.cluster.models import ClusterPhase
 from tenantplane.cluster.repository import cluster_listing_of, read_clusters
+from tenantplane.db.reads import Reads
 from tenantplane.http.documents import EncodedDocuments, Listing, Reader
 from tests.factories import Factory
 from tests.http_client import bearer, plain_reads_of
@@ -53,6 +55,15 @@ async def test_a_polled_cluster_list_reads_only_what_changed(
     with plain_reads_of(app, "clusters") as statements:
         assert (await client.get(path, headers=headers)).content == changed.content
     assert len(statements) == 1
+
+
+def names_reader(reads: Reads, tenant_id: int) -> Reader:
+    """A list's reader of the tenant's clusters whose document is their name alone."""
+
+    async def read(ids: list[int]) -> Iterable[tuple[Any, dict[str, Any]]]:
+        return [(row, {"name": row.name}) for row in await read_clusters(reads, tenant_id, ids)]
+
+    return read
 
 
 def digest_or_not(statement: str) -> bool:
@@ -107,12 +118,11 @@ async def test_a_page_whose_resource_went_away_before_its_read_is_answered_not_k
     reads = app.state.database.reads
     documents = EncodedDocuments()
 
-    async def read_after_a_deletion(ids: list[int]) -> list[tuple[Any, dict[str, Any]]]:
-        await factory.delete_cluster(gone)
-        return [(row, {"name": row.name}) for row in await read_clusters(reads, tenant.id, ids)]
+    read = names_reader(reads, tenant.id)
 
-    async def read(ids: list[int]) -> list[tuple[Any, dict[str, Any]]]:
-        return [(row, {"name": row.name}) for row in await read_clusters(reads, tenant.id, ids)]
+    async def read_after_a_deletion(ids: list[int]) -> Iterable[tuple[Any, dict[str, Any]]]:
+        await factory.delete_cluster(gone)
+        return await read(ids)
 
     def listing(reader: Reader) -> Listing:
         return cluster_listing_of(tenant.id, reader, lambda row: (row.id,))
@@ -139,14 +149,11 @@ async def test_kept_pages_are_bounded(
     """At most so many pages, and so many documents in them (two clusters a list)."""
     reads = app.state.database.reads
     documents = EncodedDocuments(**bound)
-
-    async def read(ids: list[int]) -> list[tuple[Any, dict[str, Any]]]:
-        return [(row, {"name": row.name}) for row in await read_clusters(reads, tenant_id, ids)]
-
     for _ in range(3):
         tenant_id = (await factory.tenant()).id
         await factory.cluster_row(tenant_id, "web")
         await factory.cluster_row(tenant_id, "api")
+        read = names_reader(reads, tenant_id)
         await documents.page(reads, cluster_listing_of(tenant_id, read, lambda row: (row.id,)))
     assert documents.pages_kept == 2
 

@@ -187,7 +187,12 @@ class EncodedDocuments:
                 kept.update(await self._read(keys, again, read))
         # Deleted since it was listed: left out.
         documents = [document for document in kept.values() if document is not None]
-        complete = len(documents) == len(keys) and all(self.get(key) for key in keys.values())
+        # Of its listed version exactly when it is the document kept under that version's
+        # key (one changed since was answered without being kept).
+        complete = all(
+            document is not None and document is self._documents.get(keys[row_id])
+            for row_id, document in kept.items()
+        )
         return documents, complete
 
     async def _fill(
