@@ -30,7 +30,8 @@ from bench import seed
 from bench.__main__ import create_tenant, database, environment
 from bench.server import cli
 
-Route = tuple[str, list[tuple[bytes, bytes]], bool]  # path, headers, POST a new secret
+Headers = list[tuple[bytes, bytes]]
+Route = tuple[str, Headers, bool]  # path, headers, POST a new secret
 
 
 def _new_secret(counter: itertools.count[int]) -> bytes:
@@ -69,7 +70,9 @@ async def _call(
         raise RuntimeError(f"{path} answered {sent[0]['status']}")
 
 
-async def _measure(paths: dict[str, Route], count: int, profile: str | None) -> None:
+async def _measure(
+    paths: dict[str, Route], count: int, profile: str | None, concurrency: int = 1
+) -> None:
     from tenantplane.app import create_app
 
     app = create_app()
@@ -81,8 +84,15 @@ async def _measure(paths: dict[str, Route], count: int, profile: str | None) -> 
                 await _call(app, path, headers, _new_secret(names) if creates else None)
             profiler = _profiler(name, profile)
             started = time.process_time()
-            for _ in range(count):
-                await _call(app, path, headers, _new_secret(names) if creates else None)
+
+            async def caller(share: int, path: str, headers: Headers, creates: bool) -> None:
+                for _ in range(share):
+                    await _call(app, path, headers, _new_secret(names) if creates else None)
+
+            # Creates one at a time: many at once would queue for the one writer and be refused.
+            tasks = 1 if creates else concurrency
+            shares = [count // tasks + (i < count % tasks) for i in range(tasks)]
+            await asyncio.gather(*(caller(share, path, headers, creates) for share in shares))
             cpu = (time.process_time() - started) / count
             if profiler is not None:
                 profiler.disable()
@@ -106,7 +116,13 @@ def _profiler(name: str, profile: str | None) -> cProfile.Profile | None:
     return profiler
 
 
-def run(backend: str, count: int, profile: str | None = None) -> None:
+def run(
+    backend: str,
+    count: int,
+    profile: str | None = None,
+    concurrency: int = 1,
+    only: str = "abced",
+) -> None:
     workdir = Path(tempfile.mkdtemp(prefix="tenantplane-inprocess-"))
     with database(backend, workdir) as url:
         env = environment(url, workdir, run_reconcilers="false", log_level="WARNING")
@@ -130,9 +146,10 @@ def run(backend: str, count: int, profile: str | None = None) -> None:
             # The API's side of a create only: reconcilers are off here.
             "(d) create secret": (tenant.path("/secrets"), posting, True),
         }
-        print(f"\n### {backend}: {count} sequential requests each, in process\n")
+        paths = {name: route for name, route in paths.items() if name[1] in only}
+        print(f"\n### {backend}: {count} requests each, {concurrency} at a time, in process\n")
         print("| scenario | CPU µs/request | times (a) |\n|---|---|---|")
-        asyncio.run(_measure(paths, count, profile))
+        asyncio.run(_measure(paths, count, profile, concurrency))
 
 
 def main() -> None:
@@ -142,10 +159,25 @@ def main() -> None:
     parser.add_argument(
         "--profile", metavar="LETTER", help="print a CPU-clock cProfile of one scenario, e.g. c"
     )
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=1,
+        help="requests in flight at once (as many tasks, each calling in turn)",
+    )
+    parser.add_argument(
+        "--only", default="abced", help="the scenarios' letters, e.g. ab ((a) is the baseline)"
+    )
     arguments = parser.parse_args()
     backends = ["sqlite", "postgresql"] if arguments.backend == "both" else [arguments.backend]
     for backend in backends:
-        run(backend, arguments.requests, arguments.profile)
+        run(
+            backend,
+            arguments.requests,
+            arguments.profile,
+            arguments.concurrency,
+            arguments.only,
+        )
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from sqlalchemy.exc import TimeoutError as SqlAlchemyPoolTimeout
 from sqlalchemy.sql import Executable
 
 from tenantplane.db.compiled import Prepared, PreparedStatements
+from tenantplane.db.read_queue import Read, ReadQueue
 from tenantplane.db.reads import Parameters, ReadRow
 
 
@@ -61,7 +62,7 @@ class PostgresReads:
         self._pool: AsyncConnectionPool | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._opening: asyncio.Task[None] | None = None
-        self._gate: asyncio.Semaphore | None = None
+        self._queue = ReadQueue(size, timeout_seconds)
         # Called with the SQL of each statement before it is sent (tests count them).
         self.listeners: list[Callable[[str], None]] = []
 
@@ -76,7 +77,8 @@ class PostgresReads:
         return await self._run(list(statements), snapshot=True)
 
     async def dispose(self) -> None:
-        pool, self._pool, self._gate, self._opening, self._loop = self._pool, None, None, None, None
+        pool, self._pool, self._opening, self._loop = self._pool, None, None, None
+        self._queue = ReadQueue(self._size, self._timeout)
         self._cursors.clear()
         if pool is not None:
             await pool.close()
@@ -86,7 +88,7 @@ class PostgresReads:
         ended; connections in use are replaced as they come back broken."""
         if self._pool is None or self._loop is not asyncio.get_running_loop():
             return  # none opened (in this event loop): none to check
-        pool, _ = await self._opened_pool()
+        pool = await self._opened_pool()
         await pool.check()
 
     async def _run(
@@ -97,25 +99,107 @@ class PostgresReads:
         snapshot: bool = False,
     ) -> list[Sequence[ReadRow]]:
         prepared = [(self._prepared.of(statement), values) for statement, values in statements]
-        pool, gate = await self._opened_pool()
-        await self._admitted(gate)
-        try:
-            # getconn and putconn, not the pool's connection() context: two context managers
-            # and a commit() that sends nothing on an autocommit connection cost a tenth of
-            # a read (bench/history.md, round 18).
+        pool = await self._opened_pool()
+        read = Read(prepared, single=single, snapshot=snapshot)
+        queue = self._queue
+        if queue.admits():
+            # A connection is free: the read runs at once, in this task, as a read always did.
+            # Reads queued meanwhile are left to a task of their own (it takes this slot).
             try:
-                connection = await pool.getconn()
-            except PoolTimeout as exc:
-                raise self._timed_out() from exc
-            try:
-                if snapshot:
-                    async with connection.transaction():
-                        return [await self._rows(connection, *one) for one in prepared]
-                return [await self._rows(connection, *one, single=single) for one in prepared]
+                return await self._answer_one(pool, read)
             finally:
-                await pool.putconn(connection)
+                queue.leave(self._drain)
+        return await queue.wait(read, self._timed_out)
+
+    async def _drain(self) -> None:
+        """Answer the queued reads, batch after batch, until none is left (queue.py)."""
+        pool = await self._opened_pool()
+        queue = self._queue
+        try:
+            while batch := queue.take():
+                try:
+                    results = await self._answer_batch(pool, batch)
+                except Exception as exc:  # each waiting read is given it
+                    for read in batch:
+                        read.fail(exc)
+                    continue
+                for read, rows in zip(batch, results, strict=True):
+                    read.settle(rows)
         finally:
-            gate.release()
+            queue.leave(None)
+
+    async def _answer_batch(
+        self, pool: AsyncConnectionPool, batch: list[Read]
+    ) -> list[list[Sequence[ReadRow]] | BaseException]:
+        if len(batch) == 1:
+            try:
+                return [await self._answer_one(pool, batch[0])]
+            except Exception as exc:  # the read's own answer
+                return [exc]
+        connection = await self._connection(pool)
+        try:
+            try:
+                return [[rows] for rows in await self._many(connection, batch)]
+            except Exception:
+                # One statement failed: the rest of the batch was not run. Each is run alone
+                # and given its own answer (a connection the server ended fails each).
+                return [await self._one_or_error(connection, read) for read in batch]
+        finally:
+            await pool.putconn(connection)
+
+    async def _answer_one(self, pool: AsyncConnectionPool, read: Read) -> list[Sequence[ReadRow]]:
+        connection = await self._connection(pool)
+        try:
+            return await self._statements(connection, read)
+        finally:
+            await pool.putconn(connection)
+
+    async def _one_or_error(
+        self, connection: psycopg.AsyncConnection[Any], read: Read
+    ) -> list[Sequence[ReadRow]] | BaseException:
+        try:
+            return await self._statements(connection, read)
+        except Exception as exc:  # the read's own answer
+            return exc
+
+    async def _connection(self, pool: AsyncConnectionPool) -> psycopg.AsyncConnection[Any]:
+        # getconn and putconn, not the pool's connection() context: two context managers
+        # and a commit() that sends nothing on an autocommit connection cost a tenth of
+        # a read (bench/history.md, round 18).
+        try:
+            return await pool.getconn()
+        except PoolTimeout as exc:
+            raise self._timed_out() from exc
+
+    async def _statements(
+        self, connection: psycopg.AsyncConnection[Any], read: Read
+    ) -> list[Sequence[ReadRow]]:
+        if read.snapshot:
+            async with connection.transaction():
+                return [await self._rows(connection, *one) for one in read.statements]
+        return [await self._rows(connection, *one, single=read.single) for one in read.statements]
+
+    async def _many(
+        self, connection: psycopg.AsyncConnection[Any], batch: list[Read]
+    ) -> list[Sequence[ReadRow]]:
+        """The batch's statement (the same for each read) with each read's values, sent
+        together and answered in one round trip (psycopg's pipeline)."""
+        prepared = batch[0].statements[0][0]
+        for listener in self.listeners:
+            for _ in batch:
+                listener(prepared.sql)
+        cursor = self._cursor(connection)
+        await cursor.executemany(
+            prepared.sql,
+            [prepared.parameters(read.statements[0][1]) for read in batch],
+            returning=True,
+        )
+        answers: list[Sequence[ReadRow]] = []
+        for index, read in enumerate(batch):
+            if index:
+                cursor.nextset()
+            answers.append(await self._fetched(cursor, prepared, single=read.single))
+        return answers
 
     async def _rows(
         self,
@@ -130,22 +214,7 @@ class PostgresReads:
         try:
             cursor = self._cursor(connection)
             await cursor.execute(prepared.sql, prepared.parameters(values))
-            make = prepared.rows
-            if make is None:
-                # psycopg builds a cursor's description anew on each access: only the
-                # statement's first result reads it.
-                description = cursor.description
-                if description is None:
-                    return []
-                make = prepared.row_maker(
-                    [column.name for column in description],
-                    [column.type_code for column in description],
-                    self.dialect,
-                )
-            if single:
-                found = await cursor.fetchone()
-                return [] if found is None else [make(found)]
-            return [make(row) for row in await cursor.fetchall()]
+            return await self._fetched(cursor, prepared, single=single)
         except psycopg.Error as exc:
             # A connection the server ended is ``broken``: the caller tells every pool of
             # the process (Database.connections_lost, db/lost_connections.py).
@@ -159,6 +228,26 @@ class PostgresReads:
                 dialect=self.dialect,
             ) from exc
 
+    async def _fetched(
+        self, cursor: psycopg.AsyncCursor[Any], prepared: Prepared, *, single: bool
+    ) -> Sequence[ReadRow]:
+        make = prepared.rows
+        if make is None:
+            # psycopg builds a cursor's description anew on each access: only the
+            # statement's first result reads it.
+            description = cursor.description
+            if description is None:
+                return []
+            make = prepared.row_maker(
+                [column.name for column in description],
+                [column.type_code for column in description],
+                self.dialect,
+            )
+        if single:
+            found = await cursor.fetchone()
+            return [] if found is None else [make(found)]
+        return [make(row) for row in await cursor.fetchall()]
+
     def _cursor(self, connection: psycopg.AsyncConnection[Any]) -> psycopg.AsyncCursor[Any]:
         """The connection's one cursor, executed again and again: a cursor made for each
         statement was a quarter of a point read's CPU (bench/history.md, round 23). A
@@ -171,27 +260,13 @@ class PostgresReads:
             cursor = self._cursors[connection] = connection.cursor()
         return cursor
 
-    async def _admitted(self, gate: asyncio.Semaphore) -> None:
-        """Wait for one of the pool's connections in a plain FIFO queue: under load (many
-        more polls than connections) the pool's own queue of waiters, each with its timer
-        and condition, cost more CPU per read than the read, and served them less evenly
-        (bench/history.md, round 4). Admitted, a read finds a connection free at once."""
-        if not gate.locked():
-            await gate.acquire()
-            return
-        try:
-            async with asyncio.timeout(self._timeout):
-                await gate.acquire()
-        except TimeoutError as exc:
-            raise self._timed_out() from exc
-
     def _timed_out(self) -> SqlAlchemyPoolTimeout:
         return SqlAlchemyPoolTimeout(f"no plain-reads connection within {self._timeout:g} s")
 
-    async def _opened_pool(self) -> tuple[AsyncConnectionPool, asyncio.Semaphore]:
+    async def _opened_pool(self) -> AsyncConnectionPool:
         loop = asyncio.get_running_loop()
-        pool, gate, opening = self._pool, self._gate, self._opening
-        if pool is None or gate is None or opening is None or self._loop is not loop:
+        pool, opening = self._pool, self._opening
+        if pool is None or opening is None or self._loop is not loop:
             # A pool belongs to the event loop that opened it (a CLI command runs its own).
             pool = AsyncConnectionPool(
                 self._dsn,
@@ -203,13 +278,13 @@ class PostgresReads:
                 open=False,
                 name="plain-reads",
             )
-            gate = asyncio.Semaphore(self._size)
+            self._queue = ReadQueue(self._size, self._timeout)
             # Opened once for every caller (``open`` takes the pool's lock: not on each read;
             # awaiting the finished task costs nothing).
             opening = loop.create_task(pool.open())
-            self._pool, self._gate, self._opening, self._loop = pool, gate, opening, loop
+            self._pool, self._opening, self._loop = pool, opening, loop
         await opening
-        return pool, gate
+        return pool
 
 
 async def _configure(connection: psycopg.AsyncConnection[Any]) -> None:
