@@ -164,3 +164,18 @@ async def test_snapshots_wait_their_turn_and_run_alone(url: str, batches: list[l
         assert [tuple(rows[0]) for rows in answers[0]] == [(1, 100), (2, 50)]
         assert tuple(answers[1]) == (4, 25)
         assert batches == [[1], [4]]
+
+
+async def test_reads_waiting_when_the_pool_closes_are_refused_not_left_waiting(url: str) -> None:
+    async with plain_reads(url) as reads:
+        slow = asyncio.create_task(reads.first(SLOW, {"seconds": 0.3}))
+        await asyncio.sleep(0.05)
+        waiting = [asyncio.create_task(_echo(reads, value)()) for value in (1, 2)]
+        await asyncio.sleep(0.05)
+        await reads.dispose()
+        answers = await asyncio.wait_for(
+            asyncio.gather(slow, *waiting, return_exceptions=True), timeout=10
+        )
+        assert all(isinstance(answer, Exception) for answer in answers[1:]), answers
+        # a read after it opens a new pool, with a new queue, and is answered
+        assert tuple(await reads.first(ECHO, {"value": 5}) or ()) == (5, 20)

@@ -108,13 +108,12 @@ class PostgresReads:
             try:
                 return await self._answer_one(pool, read)
             finally:
-                queue.leave(self._drain)
+                queue.leave(lambda: self._drain(pool, queue))
         return await queue.wait(read, self._timed_out)
 
-    async def _drain(self) -> None:
-        """Answer the queued reads, batch after batch, until none is left (queue.py)."""
-        pool = await self._opened_pool()
-        queue = self._queue
+    async def _drain(self, pool: AsyncConnectionPool, queue: ReadQueue) -> None:
+        """Answer the queued reads, batch after batch, until none is left (the pool and
+        queue of the read that handed its slot over: not those of a later pool)."""
         try:
             while batch := queue.take():
                 try:
@@ -123,6 +122,10 @@ class PostgresReads:
                     for read in batch:
                         read.fail(exc)
                     continue
+                except BaseException:
+                    for read in batch:
+                        read.cancel()  # cancelled with this task (the loop is closing)
+                    raise
                 for read, rows in zip(batch, results, strict=True):
                     read.settle(rows)
         finally:

@@ -59,6 +59,10 @@ class Read:
         if self.answer is not None and not self.answer.done():
             self.answer.set_exception(error)
 
+    def cancel(self) -> None:
+        if self.answer is not None:
+            self.answer.cancel()
+
     def _taken(self) -> None:
         if self.expiry is not None:
             self.expiry.cancel()
