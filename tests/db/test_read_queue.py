@@ -170,7 +170,7 @@ async def test_reads_waiting_when_the_pool_closes_are_refused_not_left_waiting(u
     async with plain_reads(url) as reads:
         slow = asyncio.create_task(reads.first(SLOW, {"seconds": 0.3}))
         await asyncio.sleep(0.05)
-        waiting = [asyncio.create_task(_echo(reads, value)()) for value in (1, 2)]
+        waiting = [asyncio.create_task(reads.first(ECHO, {"value": value})) for value in (1, 2)]
         await asyncio.sleep(0.05)
         await reads.dispose()
         answers = await asyncio.wait_for(
