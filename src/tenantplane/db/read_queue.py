@@ -5,8 +5,8 @@ connection busy wait here, in arrival order, and are answered by a task that tak
 of the read finishing before them: it sends the waiting reads of one statement together, in
 one round trip (psycopg's pipeline), and answers each with its own rows. Under a poll's load
 (many more requests than connections, most of them the same few statements) a read then
-costs a share of one send, one wait and one wake-up instead of its own: a third less CPU
-than each read on its own (bench/history.md, round 24).
+costs a share of one send, one wait and one wake-up instead of its own: about half the
+CPU of each read on its own (bench/history.md, round 24).
 
 A waiting read gives up after the pool's timeout, as it did at the pool's own queue; once
 taken it is answered by its statement (the server's statement timeout bounds it).
