@@ -77,8 +77,8 @@ class PostgresReads:
         return await self._run(list(statements), snapshot=True)
 
     async def dispose(self) -> None:
+        # The next read opens a new pool, with a queue of its own (_opened_pool).
         pool, self._pool, self._opening, self._loop = self._pool, None, None, None
-        self._queue = ReadQueue(self._size, self._timeout)
         self._cursors.clear()
         if pool is not None:
             await pool.close()
@@ -134,19 +134,16 @@ class PostgresReads:
     async def _answer_batch(
         self, pool: AsyncConnectionPool, batch: list[Read]
     ) -> list[list[Sequence[ReadRow]] | BaseException]:
-        if len(batch) == 1:
-            try:
-                return [await self._answer_one(pool, batch[0])]
-            except Exception as exc:  # the read's own answer
-                return [exc]
         connection = await self._connection(pool)
         try:
-            try:
-                return [[rows] for rows in await self._many(connection, batch)]
-            except Exception:
-                # One statement failed: the rest of the batch was not run. Each is run alone
-                # and given its own answer (a connection the server ended fails each).
-                return [await self._one_or_error(connection, read) for read in batch]
+            if len(batch) > 1:
+                try:
+                    return [[rows] for rows in await self._many(connection, batch)]
+                except Exception:  # noqa: S110 - answered below, read by read
+                    # One statement failed: the rest of the batch was not run. Each is run
+                    # alone and given its own answer (a connection the server ended fails each).
+                    pass
+            return [await self._one_or_error(connection, read) for read in batch]
         finally:
             await pool.putconn(connection)
 
